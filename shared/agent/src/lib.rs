@@ -1,0 +1,25 @@
+//! The agent: the loop that turns a user message into an answer by calling the model and tools ([`AgentRun`]),
+//! the tool traits and registry ([`Tool`], [`DynTool`], [`ToolRegistry`]), allow/deny tool policy
+//! ([`ToolPolicy`]) and system prompt composition ([`PromptLibrary`], [`PromptBuilder`]).
+//!
+//! Nothing here knows about actors, channels or queues: the orchestrator runs the loop inside a conversation
+//! actor, the worker inside a task.
+
+mod guards;
+mod outcome;
+pub mod policy;
+pub mod prompt;
+mod registry;
+mod run;
+mod tool;
+
+pub use guards::{parse_arguments, sha256_hex};
+pub use outcome::{AgentError, AgentEvent, AgentOutcome, ReplyKind, StopReason};
+pub use policy::{Patterns, ToolPolicy};
+pub use prompt::{PromptBuilder, PromptLibrary};
+pub use registry::ToolRegistry;
+pub use run::{
+    AgentRun, EMPTY_ANSWER_REPLY, Limits, MAX_STEPS_REPLY, MAX_TOOL_CALLS_REPLY, ModelSettings,
+    REPEATED_ITERATION_REPLY, TIMEOUT_REPLY, TRUNCATED_REPLY, error_result,
+};
+pub use tool::{DynTool, Tool, ToolContext, ToolError, ToolResult, dyn_tool};

@@ -1,0 +1,75 @@
+use minibot_llm::{LlmError, Usage};
+use std::time::Duration;
+
+/// Why a run ended. The names are the task stop reasons of MiniBot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    Completed,
+    MaxSteps,
+    MaxToolCalls,
+    Timeout,
+    Cancelled,
+    ProviderError,
+    RepeatedToolFailure,
+    RepeatedIteration,
+    TruncatedToolCall,
+}
+
+impl StopReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::MaxSteps => "max_steps",
+            Self::MaxToolCalls => "max_tool_calls",
+            Self::Timeout => "timeout",
+            Self::Cancelled => "cancelled",
+            Self::ProviderError => "provider_error",
+            Self::RepeatedToolFailure => "repeated_tool_failure",
+            Self::RepeatedIteration => "repeated_iteration",
+            Self::TruncatedToolCall => "truncated_tool_call",
+        }
+    }
+}
+
+/// How the answer should be rendered, as the last `pre_response` call declared it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReplyKind {
+    Text,
+    Html,
+    #[default]
+    Markdown,
+}
+
+/// The end of a run that produced an answer for the user.
+#[derive(Debug, Clone)]
+pub struct AgentOutcome {
+    pub answer: String,
+    pub stop_reason: StopReason,
+    pub reply_kind: ReplyKind,
+    pub disable_link_preview: bool,
+    pub usage: Usage,
+    pub steps: u32,
+    pub tool_calls: u32,
+    /// Tool names in the order they ran.
+    pub tools_used: Vec<String>,
+    /// User messages that were steered into the run, in order.
+    pub steered: Vec<String>,
+    pub elapsed: Duration,
+}
+
+/// A run that could not produce an answer.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error("LLM error: {0}")]
+    Provider(#[from] LlmError),
+    #[error("tool `{tool}` failed fatally: {message}")]
+    FatalTool { tool: String, message: String },
+}
+
+/// What a run reports while it works.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentEvent {
+    StepStarted { step: u32 },
+    ToolStarted { call_id: String, name: String },
+    ToolFinished { call_id: String, name: String, ok: bool, duration: Duration },
+}

@@ -1,0 +1,298 @@
+//! The agent loop: ask the model, run the tools it asks for, feed the results back, until it answers or a
+//! limit or guard stops it. Plain async code with no actor types, so the orchestrator and the worker share it.
+
+use crate::guards::{parse_arguments, sha256_hex, unwrap_legacy_answer};
+use crate::outcome::{AgentError, AgentEvent, AgentOutcome, ReplyKind, StopReason};
+use crate::registry::ToolRegistry;
+use crate::tool::{ToolContext, ToolError};
+use minibot_llm::{ChatProvider, ChatRequest, Message, ToolCall, Usage};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+pub const MAX_STEPS_REPLY: &str = "I reached the maximum execution steps before finishing.";
+pub const MAX_TOOL_CALLS_REPLY: &str = "I reached the maximum number of tool calls before finishing.";
+pub const EMPTY_ANSWER_REPLY: &str = "I didn't get a response there. Could you try that again?";
+pub const TIMEOUT_REPLY: &str = "I ran out of time before finishing this request.";
+pub const REPEATED_ITERATION_REPLY: &str =
+    "I stopped because I kept repeating the same tool calls with the same results.";
+pub const TRUNCATED_REPLY: &str = "I stopped because my tool calls kept arriving incomplete. Please try again.";
+const TEXT_TOOL_CALL_NUDGE: &str = "Please use the tool calling interface instead of embedding tool calls in text.";
+const MAX_TEXT_TOOL_CALL_NUDGES: u32 = 2;
+const MAX_TRUNCATED_IN_A_ROW: u32 = 3;
+const MAX_IDENTICAL_ITERATIONS: u32 = 3;
+
+/// Step, call and time limits of one run. `None` is unlimited.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_steps: Option<u32>,
+    pub max_tool_calls: Option<u32>,
+    pub timeout: Duration,
+}
+
+/// The model settings a run sends with every request.
+#[derive(Debug, Clone, Default)]
+pub struct ModelSettings {
+    pub model: String,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+    pub reasoning_effort: Option<String>,
+}
+
+/// Everything one run needs.
+pub struct AgentRun<'a> {
+    pub provider: &'a dyn ChatProvider,
+    pub model: &'a ModelSettings,
+    pub tools: &'a ToolRegistry,
+    pub system_prompt: String,
+    /// Earlier user/assistant messages of the conversation.
+    pub history: Vec<Message>,
+    pub user_message: String,
+    pub limits: Limits,
+    pub context: ToolContext,
+    /// Messages for this run that arrive while it works (steering). Read before every provider call.
+    pub inbox: Option<&'a mut UnboundedReceiver<String>>,
+    pub on_event: &'a (dyn Fn(AgentEvent) + Send + Sync),
+}
+
+impl AgentRun<'_> {
+    /// Runs to the end. The time limit is applied here; cancellation is the caller dropping the future.
+    pub async fn run(self) -> Result<AgentOutcome, AgentError> {
+        let started = Instant::now();
+        let timeout = self.limits.timeout;
+        let mut state = LoopState::default();
+        let result = tokio::time::timeout(timeout, self.steps(&mut state)).await;
+        match result {
+            Ok(Ok((answer, stop_reason))) => Ok(state.finish(answer, stop_reason, started)),
+            Ok(Err(error)) => Err(error),
+            Err(_) => Ok(state.finish(TIMEOUT_REPLY.to_string(), StopReason::Timeout, started)),
+        }
+    }
+
+    async fn steps(mut self, state: &mut LoopState) -> Result<(String, StopReason), AgentError> {
+        let mut messages = Vec::with_capacity(self.history.len() + 2);
+        messages.push(Message::System(std::mem::take(&mut self.system_prompt)));
+        messages.append(&mut self.history);
+        messages.push(Message::User(std::mem::take(&mut self.user_message)));
+        let specs = self.tools.specs();
+        loop {
+            self.drain_inbox(&mut messages, state);
+            if self.limits.max_steps.is_some_and(|max| state.steps >= max) {
+                return Ok((MAX_STEPS_REPLY.into(), StopReason::MaxSteps));
+            }
+            state.steps += 1;
+            (self.on_event)(AgentEvent::StepStarted { step: state.steps });
+            let request = ChatRequest {
+                model: self.model.model.clone(),
+                messages: messages.clone(),
+                tools: specs.clone(),
+                temperature: self.model.temperature,
+                max_tokens: self.model.max_tokens,
+                reasoning_effort: self.model.reasoning_effort.clone(),
+            };
+            let response = self.provider.complete(&request).await?;
+            state.usage += response.usage;
+
+            if response.tool_calls.is_empty() {
+                let text = unwrap_legacy_answer(response.content.as_deref().unwrap_or_default());
+                if text.contains("<tool_call>") && state.text_tool_nudges < MAX_TEXT_TOOL_CALL_NUDGES {
+                    state.text_tool_nudges += 1;
+                    messages.push(Message::assistant_text(text));
+                    messages.push(Message::User(TEXT_TOOL_CALL_NUDGE.into()));
+                    continue;
+                }
+                let steps_left = self.limits.max_steps.is_none_or(|max| state.steps < max);
+                if self.inbox_has_messages() && steps_left {
+                    // The user added something while the model was writing: let it answer both.
+                    messages.push(Message::assistant_text(text));
+                    continue;
+                }
+                if text.trim().is_empty() {
+                    return Ok((EMPTY_ANSWER_REPLY.into(), StopReason::Completed));
+                }
+                return Ok((text, StopReason::Completed));
+            }
+
+            messages.push(Message::Assistant {
+                content: response.content.clone().filter(|c| !c.is_empty()),
+                tool_calls: response.tool_calls.clone(),
+            });
+            let mut all_invalid = true;
+            let mut fingerprint_parts: Vec<String> = Vec::new();
+            let mut repeated_failure: Option<String> = None;
+            for call in &response.tool_calls {
+                if self.inbox_has_messages() {
+                    let skipped = json!({ "ok": false, "skipped": true, "tool": call.name,
+                        "reason": "A new message from the user arrived before this call ran; read it first." });
+                    messages.push(tool_message(call, &skipped));
+                    continue;
+                }
+                if self.limits.max_tool_calls.is_some_and(|max| state.tool_calls >= max) {
+                    return Ok((MAX_TOOL_CALLS_REPLY.into(), StopReason::MaxToolCalls));
+                }
+                state.tool_calls += 1;
+                let (result, parsed) = self.call_tool(call, state).await?;
+                if parsed {
+                    all_invalid = false;
+                }
+                if let Some(signature) = result.get("failure_signature").and_then(Value::as_str) {
+                    let seen = state.failures.entry(signature.to_string()).or_insert(0);
+                    *seen += 1;
+                    if *seen >= 2 {
+                        repeated_failure = Some(call.name.clone());
+                    }
+                }
+                fingerprint_parts.push(format!("{}\u{1}{}\u{1}{}", call.name, call.arguments, result));
+                messages.push(tool_message(call, &result));
+            }
+            if let Some(tool) = repeated_failure {
+                messages.push(Message::User(format!(
+                    "The tool `{tool}` just failed again with the same arguments. Do not repeat that call: \
+                     change the arguments, use another tool, or tell the user what went wrong."
+                )));
+            }
+            if all_invalid {
+                state.truncated_in_a_row += 1;
+                if state.truncated_in_a_row >= MAX_TRUNCATED_IN_A_ROW {
+                    return Ok((TRUNCATED_REPLY.into(), StopReason::TruncatedToolCall));
+                }
+            } else {
+                state.truncated_in_a_row = 0;
+            }
+            let parts: Vec<&str> = fingerprint_parts.iter().map(String::as_str).collect();
+            let fingerprint = sha256_hex(&parts);
+            if state.last_fingerprint.as_deref() == Some(fingerprint.as_str()) {
+                state.identical_iterations += 1;
+                if state.identical_iterations >= MAX_IDENTICAL_ITERATIONS {
+                    return Ok((REPEATED_ITERATION_REPLY.into(), StopReason::RepeatedIteration));
+                }
+            } else {
+                state.last_fingerprint = Some(fingerprint);
+                state.identical_iterations = 1;
+            }
+        }
+    }
+
+    /// Runs one call; returns the result for the model and whether the arguments parsed.
+    async fn call_tool(&self, call: &ToolCall, state: &mut LoopState) -> Result<(Value, bool), AgentError> {
+        let args = match parse_arguments(&call.arguments) {
+            Ok(args) => args,
+            Err(reason) => {
+                let message = format!(
+                    "{reason}. Your tool call was probably cut off; resend the complete call with all required arguments."
+                );
+                return Ok((error_result(&call.name, &call.arguments, "invalid_arguments", &message), false));
+            }
+        };
+        let Some(tool) = self.tools.get(&call.name) else {
+            let message = format!(
+                "tool {name} is not registered. If '{name}' is a shell/CLI command, run it with the `bash` tool \
+                 instead; otherwise use one of the tools offered to you.",
+                name = call.name
+            );
+            return Ok((error_result(&call.name, &call.arguments, "unknown_tool", &message), true));
+        };
+        let context = ToolContext { call_id: call.id.clone(), ..self.context.clone() };
+        (self.on_event)(AgentEvent::ToolStarted { call_id: call.id.clone(), name: call.name.clone() });
+        let started = Instant::now();
+        let outcome = tool.call_json(args, &context).await;
+        let ok = match &outcome {
+            Ok(value) => value.get("ok") != Some(&Value::Bool(false)),
+            Err(_) => false,
+        };
+        (self.on_event)(AgentEvent::ToolFinished {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            ok,
+            duration: started.elapsed(),
+        });
+        state.tools_used.push(call.name.clone());
+        match outcome {
+            Ok(value) => {
+                if call.name == "pre_response" {
+                    state.note_pre_response(&value);
+                }
+                Ok((value, true))
+            }
+            Err(ToolError::RespondToModel { code, message }) => {
+                Ok((error_result(&call.name, &call.arguments, &code, &message), true))
+            }
+            Err(ToolError::Fatal(message)) => Err(AgentError::FatalTool { tool: call.name.clone(), message }),
+        }
+    }
+
+    fn inbox_has_messages(&self) -> bool {
+        self.inbox.as_ref().is_some_and(|inbox| !inbox.is_empty())
+    }
+
+    fn drain_inbox(&mut self, messages: &mut Vec<Message>, state: &mut LoopState) {
+        if let Some(inbox) = self.inbox.as_mut() {
+            while let Ok(text) = inbox.try_recv() {
+                messages.push(Message::User(text.clone()));
+                state.steered.push(text);
+            }
+        }
+    }
+}
+
+fn tool_message(call: &ToolCall, result: &Value) -> Message {
+    Message::Tool { call_id: call.id.clone(), name: call.name.clone(), content: result.to_string() }
+}
+
+/// The error result the model sees, with a signature so repeated identical failures can be spotted.
+pub fn error_result(tool: &str, arguments: &str, code: &str, message: &str) -> Value {
+    json!({
+        "ok": false,
+        "tool": tool,
+        "error_code": code,
+        "error": message,
+        "failure_signature": sha256_hex(&[tool, arguments, code, message]),
+        "is_repeated_failure_candidate": true,
+    })
+}
+
+#[derive(Default)]
+struct LoopState {
+    steps: u32,
+    tool_calls: u32,
+    usage: Usage,
+    tools_used: Vec<String>,
+    steered: Vec<String>,
+    failures: HashMap<String, u32>,
+    text_tool_nudges: u32,
+    truncated_in_a_row: u32,
+    last_fingerprint: Option<String>,
+    identical_iterations: u32,
+    reply_kind: ReplyKind,
+    disable_link_preview: bool,
+}
+
+impl LoopState {
+    fn note_pre_response(&mut self, value: &Value) {
+        self.reply_kind = match value.get("kind").and_then(Value::as_str) {
+            Some("text") => ReplyKind::Text,
+            Some("html") => ReplyKind::Html,
+            _ => ReplyKind::Markdown,
+        };
+        self.disable_link_preview = value
+            .pointer("/meta/disable_link_preview")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+    }
+
+    fn finish(&mut self, answer: String, stop_reason: StopReason, started: Instant) -> AgentOutcome {
+        AgentOutcome {
+            answer,
+            stop_reason,
+            reply_kind: self.reply_kind,
+            disable_link_preview: self.disable_link_preview,
+            usage: self.usage,
+            steps: self.steps,
+            tool_calls: self.tool_calls,
+            tools_used: std::mem::take(&mut self.tools_used),
+            steered: std::mem::take(&mut self.steered),
+            elapsed: started.elapsed(),
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! Configuration for minibot: reads MiniBot's `config.toml` format, expands `${VAR}` references, rejects
+//! unknown sections and keys by name, applies MiniBot's defaults and checks the rules that span sections.
+//!
+//! [`Config::load`] finds the file (`--config`, then `MINIBOT_CONFIG`, then `./config.toml`; no file means
+//! defaults). Relative paths in the file resolve against the file's folder, so the program runs from any working
+//! directory. [`Config::main_llm`] resolves `[llm]` and `[providers.<name>]` into one endpoint.
+
+mod bytesize;
+mod error;
+mod expand;
+mod load;
+mod paths;
+mod providers;
+pub mod schema;
+mod validate;
+
+pub use bytesize::ByteSize;
+pub use error::{ConfigError, Result};
+pub use expand::expand_str;
+pub use paths::sqlite_path_from_url;
+pub use providers::{ApiFormat, LlmEndpoint, MissingApiKey};
+pub use schema::*;
+
+use std::path::{Path, PathBuf};
+
+/// A loaded and validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    file: ConfigFile,
+    /// The file it came from; `None` when no file exists and defaults apply.
+    pub source: Option<PathBuf>,
+    /// Where relative paths of the file resolve.
+    pub base_dir: PathBuf,
+}
+
+impl std::ops::Deref for Config {
+    type Target = ConfigFile;
+    fn deref(&self) -> &ConfigFile {
+        &self.file
+    }
+}
+
+impl std::ops::DerefMut for Config {
+    fn deref_mut(&mut self) -> &mut ConfigFile {
+        &mut self.file
+    }
+}
+
+impl Config {
+    /// Defaults only, with relative paths under `base_dir`.
+    pub fn defaults(base_dir: impl Into<PathBuf>) -> Self {
+        Self { file: ConfigFile::default(), source: None, base_dir: base_dir.into() }
+    }
+
+    /// Finds and loads the config: `explicit` (from `--config`), else `MINIBOT_CONFIG`, else `./config.toml`.
+    /// A missing default file means defaults; a missing explicit file is an error.
+    pub fn load(explicit: Option<&Path>) -> Result<Self> {
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        let (path, required) = match explicit {
+            Some(path) => (path.to_path_buf(), true),
+            None => match std::env::var_os("MINIBOT_CONFIG").filter(|v| !v.is_empty()) {
+                Some(path) => (PathBuf::from(path), true),
+                None => (cwd.join("config.toml"), false),
+            },
+        };
+        if !path.exists() && !required {
+            return Ok(Self::defaults(cwd));
+        }
+        load::from_file(&path, &|name| std::env::var(name).ok())
+    }
+
+    /// Loads from text; `origin` names the text in errors.
+    pub fn from_toml(
+        text: &str,
+        origin: &str,
+        base_dir: impl Into<PathBuf>,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self> {
+        let file = load::parse(text, origin, lookup)?;
+        let config = Self { file, source: None, base_dir: base_dir.into() };
+        validate::check(&config, origin)?;
+        Ok(config)
+    }
+
+    /// Resolves a path written in the config: `~` is the home folder, relative paths sit under [`Self::base_dir`].
+    pub fn resolve_path(&self, written: &str) -> PathBuf {
+        paths::resolve(&self.base_dir, written)
+    }
+
+    /// The file name shown in messages: the config path, or "defaults".
+    pub fn origin(&self) -> String {
+        self.source
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "defaults (no config file)".into())
+    }
+
+    /// Whether specialists are on: explicit `[orchestration.specialists].enabled`, else `[tasks].enabled`.
+    pub fn specialists_enabled(&self) -> bool {
+        self.orchestration.specialists.enabled.unwrap_or(self.tasks.enabled)
+    }
+}

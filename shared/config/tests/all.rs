@@ -1,0 +1,133 @@
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+//! Reading config files as a user writes them: MiniBot's own files, mistakes, and `${VAR}` references.
+
+use minibot_config::{Config, ConfigError, Limit, TaskBackend};
+
+fn env(name: &str) -> Option<String> {
+    match name {
+        "OPENAI_KEY" => Some("sk-test".into()),
+        "PORT" => Some("9090".into()),
+        "TOKEN" => Some("12345".into()),
+        _ => None,
+    }
+}
+
+fn load(text: &str) -> Result<Config, ConfigError> {
+    Config::from_toml(text, "config.toml", "/srv/minibot", &env)
+}
+
+#[test]
+fn empty_file_gives_minibot_defaults() {
+    let config = load("").expect("defaults");
+    assert_eq!(config.llm.model, "gpt-4o-mini");
+    assert_eq!(config.llm.max_tool_iterations, 15);
+    assert_eq!(config.tasks.worker_max_steps, Limit::Unlimited);
+    assert_eq!(config.tasks.backend, TaskBackend::Sqlite);
+    assert!(config.tools.python_exec.enabled);
+    assert_eq!(config.tools.file_storage.max_write_bytes.bytes(), 64_000);
+}
+
+#[test]
+fn unknown_key_is_named_with_its_section() {
+    let err = load("[llm]\nmodel = \"x\"\ntemprature = 0.3\n").expect_err("unknown key");
+    let text = err.to_string();
+    assert!(text.contains("temprature"), "{text}");
+    assert!(text.contains("llm"), "{text}");
+}
+
+#[test]
+fn unknown_nested_key_names_the_nested_section() {
+    let err = load("[tools.bash]\nenabled = true\ntimeout = 3\n").expect_err("unknown key");
+    let text = err.to_string();
+    assert!(text.contains("tools.bash") && text.contains("timeout"), "{text}");
+}
+
+#[test]
+fn unknown_section_is_named() {
+    let err = load("[lmm]\nmodel = \"x\"\n").expect_err("unknown section");
+    assert!(matches!(err, ConfigError::UnknownSection { ref section, .. } if section == "lmm"), "{err}");
+}
+
+#[test]
+fn unset_variable_names_variable_and_key() {
+    let err = load("[llm]\napi_key = \"${MISSING_KEY}\"\n").expect_err("unset");
+    let text = err.to_string();
+    assert!(text.contains("MISSING_KEY") && text.contains("llm.api_key"), "{text}");
+}
+
+#[test]
+fn malformed_toml_points_at_the_line() {
+    let err = load("[llm]\nmodel = \"gpt\n").expect_err("syntax");
+    let text = err.to_string();
+    assert!(matches!(err, ConfigError::Syntax { .. }), "{text}");
+    assert!(text.contains("line 2"), "{text}");
+}
+
+#[test]
+fn references_expand_and_fill_numeric_keys() {
+    let config = load(
+        "[llm]\napi_key = \"${OPENAI_KEY}\"\nsystem_prompt = \"costs $${PRICE}\"\n\
+         [http]\nport = \"${PORT}\"\n[channels.telegram]\nbot_token = \"${TOKEN}\"\n",
+    )
+    .expect("loads");
+    assert_eq!(config.llm.api_key, "sk-test");
+    assert_eq!(config.llm.system_prompt.as_deref(), Some("costs ${PRICE}"));
+    assert_eq!(config.http.port, 9090);
+    // A numeric-looking value in a text key stays text.
+    assert_eq!(config.channels.telegram.bot_token, "12345");
+}
+
+#[test]
+fn provider_section_replaces_llm_credentials() {
+    let config = load(
+        "[llm]\nprovider = \"local\"\napi_key = \"ignored\"\nmodel = \"qwen\"\n\
+         [providers.local]\napi_format = \"openai\"\nbase_url = \"http://127.0.0.1:11434/v1/\"\n",
+    )
+    .expect("loads");
+    let endpoint = config.main_llm();
+    assert_eq!(endpoint.base_url, "http://127.0.0.1:11434/v1");
+    assert_eq!(endpoint.api_key, "");
+    assert!(endpoint.require_key("config.toml").is_ok(), "loopback needs no key");
+}
+
+#[test]
+fn provider_without_api_format_is_rejected() {
+    let err = load("[providers.myproxy]\napi_key = \"k\"\n").expect_err("needs api_format");
+    assert!(err.to_string().contains("providers.myproxy"), "{err}");
+}
+
+#[test]
+fn lease_must_outlive_worker_timeout() {
+    let err = load("[tasks]\nworker_timeout_seconds = 3000\n").expect_err("lease");
+    assert!(err.to_string().contains("tasks.sqlite.lease_timeout_seconds"), "{err}");
+}
+
+#[test]
+fn removed_tool_names_are_rejected() {
+    let err = load("[orchestration.main_agent]\ntools_deny = [\"memory\"]\n").expect_err("removed");
+    assert!(err.to_string().contains("tools_deny[0]"), "{err}");
+}
+
+#[test]
+fn byte_sizes_accept_units() {
+    let config = load("[tools.file_storage]\nmax_write_bytes = \"1MiB\"\n").expect("loads");
+    assert_eq!(config.tools.file_storage.max_write_bytes.bytes(), 1_048_576);
+    let err = load("[tools.file_storage]\nmax_write_bytes = 0\n").expect_err("zero");
+    assert!(err.to_string().contains("tools.file_storage.max_write_bytes"), "{err}");
+}
+
+#[test]
+fn relative_paths_resolve_against_the_config_folder() {
+    let config = load("").expect("loads");
+    assert_eq!(config.resolve_path("./data/files"), std::path::Path::new("/srv/minibot/./data/files"));
+    assert_eq!(config.resolve_path("/abs"), std::path::Path::new("/abs"));
+}
+
+#[test]
+fn example_config_loads() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../config/config.example.toml"))
+        .expect("example config is shipped");
+    let config = Config::from_toml(&text, "config.example.toml", "/srv", &|_| Some("x".into()));
+    assert!(config.is_ok(), "{:?}", config.err());
+}

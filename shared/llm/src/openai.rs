@@ -1,0 +1,273 @@
+//! OpenAI Chat Completions (`POST {base_url}/chat/completions`): OpenAI, OpenRouter, Ollama, vLLM, llama.cpp and
+//! every other server that speaks the same shape.
+
+use crate::retry::RetryPolicy;
+use crate::types::{ChatRequest, ChatResponse, Message, ToolCall, Usage};
+use crate::{ChatProvider, LlmError, Result};
+use futures_util::future::BoxFuture;
+use minibot_config::LlmEndpoint;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// Bodies quoted in errors are cut to this many characters; a provider's HTML error page is no use in full.
+const ERROR_BODY_CHARS: usize = 300;
+
+pub struct OpenAiChat {
+    client: reqwest::Client,
+    url: String,
+    api_key: String,
+    retry: RetryPolicy,
+    timeout: Duration,
+}
+
+impl OpenAiChat {
+    pub fn new(endpoint: &LlmEndpoint) -> Result<Self> {
+        crate::install_crypto_provider();
+        let mut headers = reqwest::header::HeaderMap::new();
+        for (name, value) in &endpoint.headers {
+            let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|e| LlmError::BadRequest { status: 0, body: format!("header `{name}`: {e}") })?;
+            let value = reqwest::header::HeaderValue::from_str(value)
+                .map_err(|e| LlmError::BadRequest { status: 0, body: format!("header `{name}`: {e}") })?;
+            headers.insert(name, value);
+        }
+        let client = reqwest::Client::builder()
+            .default_headers(headers)
+            .connect_timeout(endpoint.connect_timeout)
+            .timeout(endpoint.request_timeout)
+            .user_agent(concat!("minibot/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| LlmError::Connect { url: endpoint.base_url.clone(), detail: e.to_string() })?;
+        Ok(Self {
+            client,
+            url: format!("{}/chat/completions", endpoint.base_url),
+            api_key: endpoint.api_key.clone(),
+            retry: RetryPolicy { attempts: endpoint.retry_attempts + 1, base: endpoint.retry_delay },
+            timeout: endpoint.request_timeout,
+        })
+    }
+
+    async fn send_once(&self, body: &Value) -> Result<ChatResponse> {
+        let mut request = self.client.post(&self.url).json(body);
+        if !self.api_key.is_empty() {
+            request = request.bearer_auth(&self.api_key);
+        }
+        let response = request.send().await.map_err(|e| self.transport_error(e))?;
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .and_then(|secs| Duration::try_from_secs_f64(secs).ok());
+        let text = response.text().await.map_err(|e| self.transport_error(e))?;
+        if !(200..300).contains(&status) {
+            return Err(classify_status(status, retry_after, &text));
+        }
+        parse_response(&text)
+    }
+
+    fn transport_error(&self, error: reqwest::Error) -> LlmError {
+        if error.is_timeout() {
+            LlmError::Timeout(self.timeout)
+        } else {
+            LlmError::Connect { url: self.url.clone(), detail: error_chain(&error) }
+        }
+    }
+}
+
+impl ChatProvider for OpenAiChat {
+    fn complete<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<ChatResponse>> {
+        Box::pin(async move {
+            let body = request_body(request);
+            let mut retry = 0;
+            loop {
+                match self.send_once(&body).await {
+                    Ok(response) => return Ok(response),
+                    Err(error) if error.is_retryable() && retry + 1 < self.retry.attempts => {
+                        let delay = self.retry.delay(retry, &error);
+                        tracing::warn!(error = %error, retry = retry + 1, delay_ms = delay.as_millis() as u64, "provider call failed; retrying");
+                        tokio::time::sleep(delay).await;
+                        retry += 1;
+                    }
+                    Err(error) => return Err(error),
+                }
+            }
+        })
+    }
+}
+
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(inner) = source {
+        text.push_str(": ");
+        text.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    text
+}
+
+fn cut(text: &str) -> String {
+    let trimmed = text.trim();
+    match trimmed.char_indices().nth(ERROR_BODY_CHARS) {
+        Some((index, _)) => format!("{}…", &trimmed[..index]),
+        None => trimmed.to_string(),
+    }
+}
+
+fn classify_status(status: u16, retry_after: Option<Duration>, body: &str) -> LlmError {
+    let lower = body.to_ascii_lowercase();
+    let body = cut(body);
+    match status {
+        429 if lower.contains("insufficient_quota") => LlmError::Quota { status, body },
+        429 => LlmError::RateLimited { retry_after, body },
+        402 => LlmError::Quota { status, body },
+        401 | 403 => LlmError::Unauthorized { status, body },
+        408 => LlmError::Timeout(Duration::ZERO),
+        400 | 413 if lower.contains("context_length") || lower.contains("maximum context length") => {
+            LlmError::ContextLength(body)
+        }
+        500..=599 => LlmError::Server { status, body },
+        _ => LlmError::BadRequest { status, body },
+    }
+}
+
+pub(crate) fn request_body(request: &ChatRequest) -> Value {
+    let messages: Vec<Value> = request.messages.iter().map(message_json).collect();
+    let mut body = json!({ "model": request.model, "messages": messages, "stream": false });
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({ "type": "function", "function": {
+                    "name": tool.name, "description": tool.description, "parameters": tool.parameters } })
+            })
+            .collect();
+        body["tools"] = Value::Array(tools);
+    }
+    if let Some(temperature) = request.temperature {
+        body["temperature"] = json!(temperature);
+    }
+    if let Some(max_tokens) = request.max_tokens {
+        body["max_tokens"] = json!(max_tokens);
+    }
+    if let Some(effort) = &request.reasoning_effort {
+        body["reasoning_effort"] = json!(effort);
+    }
+    body
+}
+
+fn message_json(message: &Message) -> Value {
+    match message {
+        Message::System(text) => json!({ "role": "system", "content": text }),
+        Message::User(text) => json!({ "role": "user", "content": text }),
+        Message::Assistant { content, tool_calls } => {
+            let mut value = json!({ "role": "assistant", "content": content });
+            if !tool_calls.is_empty() {
+                value["tool_calls"] = tool_calls
+                    .iter()
+                    .map(|call| {
+                        json!({ "id": call.id, "type": "function",
+                                "function": { "name": call.name, "arguments": call.arguments } })
+                    })
+                    .collect();
+            }
+            value
+        }
+        Message::Tool { call_id, name, content } => {
+            json!({ "role": "tool", "tool_call_id": call_id, "name": name, "content": content })
+        }
+    }
+}
+
+pub(crate) fn parse_response(text: &str) -> Result<ChatResponse> {
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| LlmError::InvalidResponse(format!("{e}; body starts with {:?}", cut(text))))?;
+    if let Some(error) = value.get("error").filter(|e| !e.is_null()) {
+        return Err(LlmError::Server { status: 200, body: cut(&error.to_string()) });
+    }
+    let choice = value
+        .get("choices")
+        .and_then(Value::as_array)
+        .and_then(|choices| choices.first())
+        .ok_or(LlmError::EmptyResponse)?;
+    let message = choice
+        .get("message")
+        .ok_or_else(|| LlmError::InvalidResponse("choice without a message".into()))?;
+    let content = message.get("content").and_then(Value::as_str).map(str::to_string);
+    let reasoning = ["reasoning_content", "reasoning"]
+        .iter()
+        .find_map(|key| message.get(*key).and_then(Value::as_str))
+        .map(str::to_string);
+    let mut tool_calls = Vec::new();
+    if let Some(calls) = message.get("tool_calls").and_then(Value::as_array) {
+        for (index, call) in calls.iter().enumerate() {
+            let function = call.get("function").unwrap_or(&Value::Null);
+            let name = function.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+            // Most servers send the arguments as a JSON string; a few send the object itself.
+            let arguments = match function.get("arguments") {
+                Some(Value::String(text)) => text.clone(),
+                Some(Value::Null) | None => String::from("{}"),
+                Some(other) => other.to_string(),
+            };
+            let id = call
+                .get("id")
+                .and_then(Value::as_str)
+                .filter(|id| !id.is_empty())
+                .map_or_else(|| format!("call_{index}"), str::to_string);
+            tool_calls.push(ToolCall { id, name, arguments });
+        }
+    }
+    let usage = value.get("usage").map(|u| {
+        let get = |key: &str| u.get(key).and_then(Value::as_u64).unwrap_or(0);
+        let (prompt, completion) = (get("prompt_tokens"), get("completion_tokens"));
+        Usage {
+            prompt_tokens: prompt,
+            completion_tokens: completion,
+            total_tokens: u.get("total_tokens").and_then(Value::as_u64).unwrap_or(prompt + completion),
+        }
+    });
+    Ok(ChatResponse {
+        content,
+        reasoning,
+        tool_calls,
+        usage: usage.unwrap_or_default(),
+        finish_reason: choice.get("finish_reason").and_then(Value::as_str).map(str::to_string),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_parallel_tool_calls_and_usage() {
+        let body = r#"{"choices":[{"message":{"role":"assistant","content":null,"tool_calls":[
+            {"id":"a","type":"function","function":{"name":"x","arguments":"{\"n\":1}"}},
+            {"id":"b","type":"function","function":{"name":"y","arguments":{"n":2}}}]},
+            "finish_reason":"tool_calls"}],"usage":{"prompt_tokens":10,"completion_tokens":5}}"#;
+        let response = parse_response(body).expect("parses");
+        assert_eq!(response.tool_calls.len(), 2);
+        assert_eq!(response.tool_calls[1].arguments, r#"{"n":2}"#);
+        assert_eq!(response.usage.total_tokens, 15);
+    }
+
+    #[test]
+    fn garbage_is_an_invalid_response() {
+        assert!(matches!(parse_response("<html>oops"), Err(LlmError::InvalidResponse(_))));
+        assert!(matches!(parse_response("{\"choices\":[]}"), Err(LlmError::EmptyResponse)));
+    }
+
+    #[test]
+    fn statuses_are_classified() {
+        assert!(classify_status(503, None, "").is_retryable());
+        assert!(!classify_status(401, None, "").is_retryable());
+        assert!(matches!(classify_status(429, None, "insufficient_quota"), LlmError::Quota { .. }));
+        assert!(matches!(
+            classify_status(400, None, "This model's maximum context length is 8192"),
+            LlmError::ContextLength(_)
+        ));
+    }
+}
