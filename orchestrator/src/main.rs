@@ -1,1 +1,86 @@
-fn main() {}
+//! `minibot`: the orchestrator binary. Parses the command line, loads the config and runs the actor system.
+
+use anyhow::Context as _;
+use clap::Parser;
+use minibot_config::Config;
+use minibot_orchestrator::channels::console::{self, Console, PlainScreen};
+use minibot_orchestrator::cli::{Cli, Command, ConsoleArgs};
+use minibot_orchestrator::messages::Inbound;
+use minibot_orchestrator::router::{ReplayPending, Router};
+use minibot_orchestrator::{logging, runtime};
+use std::io::Read;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("minibot: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let config = Config::load(cli.config.as_deref())?;
+    logging::init(&config, cli.verbose)?;
+    config.main_llm().require_key(&config.origin())?;
+    let system = actix::System::new();
+    let code = system.block_on(async move {
+        let rt = runtime::Runtime::build(config).await?;
+        let router = actix::Actor::start(Router::new(rt));
+        match cli.command {
+            Some(Command::Console(args)) => run_console(router, args).await,
+            None => {
+                anyhow::bail!(
+                    "no channel is enabled in this version: run `minibot console` to chat in the terminal"
+                )
+            }
+        }
+    })?;
+    Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+async fn run_console(router: actix::Addr<Router>, args: ConsoleArgs) -> anyhow::Result<i32> {
+    let awaiting: console::Awaiting = Arc::new(Mutex::new(Default::default()));
+    console::watch_interrupts(router.clone(), args.chat_id, awaiting.clone());
+    if let Some(once) = args.once {
+        let text = if once == "-" {
+            let mut text = String::new();
+            std::io::stdin().read_to_string(&mut text).context("cannot read the message from stdin")?;
+            text
+        } else {
+            once
+        };
+        if text.trim().is_empty() {
+            anyhow::bail!("--once needs a non-empty message");
+        }
+        let inbound = Inbound::new(console::CHANNEL, args.chat_id, Some(args.user_id), text.trim());
+        let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+        let console = Console::new(args.chat_id, Box::new(PlainScreen), awaiting.clone())
+            .with_once(inbound.event_id.clone(), done_tx);
+        let addr = actix::Actor::start(console);
+        Console::register(&addr, &router);
+        let _ = router.send(ReplayPending).await;
+        awaiting.lock().map(|mut a| a.insert(inbound.event_id.clone())).ok();
+        router.do_send(inbound);
+        let wait = Duration::try_from_secs_f64(args.timeout_seconds.max(1.0)).unwrap_or(Duration::from_secs(120));
+        return match tokio::time::timeout(wait, done_rx).await {
+            Ok(Ok(code)) => Ok(code),
+            Ok(Err(_)) => anyhow::bail!("the conversation ended without an answer"),
+            Err(_) => anyhow::bail!("no answer within {} seconds (--timeout-seconds)", wait.as_secs()),
+        };
+    }
+    let (screen, quit) = console::spawn_repl(router.clone(), args.chat_id, args.user_id, awaiting.clone(), args.plain)?;
+    let addr = actix::Actor::start(Console::new(args.chat_id, screen, awaiting));
+    Console::register(&addr, &router);
+    let replayed = router.send(ReplayPending).await.unwrap_or(0);
+    if replayed > 0 {
+        eprintln!("(resuming {replayed} message(s) interrupted by a restart)");
+    }
+    let _ = quit.await;
+    Ok(0)
+}

@@ -49,13 +49,13 @@ impl Store {
             .collect())
     }
 
-    /// Appends the messages of one turn and removes its pending row, in one transaction; then trims the
+    /// Appends the messages of one turn and removes its pending rows, in one transaction; then trims the
     /// session to `max_history_messages`.
     pub async fn finish_turn(
         &self,
         session_id: &str,
         messages: &[(Role, &str)],
-        pending_event_id: Option<&str>,
+        pending_event_ids: &[&str],
     ) -> Result<()> {
         let mut tx = self.pool.begin().await?;
         let created_at = now();
@@ -68,7 +68,7 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
         }
-        if let Some(event_id) = pending_event_id {
+        for event_id in pending_event_ids {
             sqlx::query("DELETE FROM pending_turns WHERE event_id = ?1")
                 .bind(event_id)
                 .execute(&mut *tx)

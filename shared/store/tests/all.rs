@@ -12,8 +12,8 @@ async fn a_turn_is_stored_once_and_trimmed() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(&dir, Some(3)).await;
     store.mark_pending("e1", "console:1", "{}").await.unwrap();
-    store.finish_turn("console:1", &[(Role::User, "hi"), (Role::Assistant, "hello")], Some("e1")).await.unwrap();
-    store.finish_turn("console:1", &[(Role::User, "2+2?"), (Role::Assistant, "4")], None).await.unwrap();
+    store.finish_turn("console:1", &[(Role::User, "hi"), (Role::Assistant, "hello")], &["e1"]).await.unwrap();
+    store.finish_turn("console:1", &[(Role::User, "2+2?"), (Role::Assistant, "4")], &[]).await.unwrap();
     let history = store.history("console:1").await.unwrap();
     let texts: Vec<&str> = history.iter().map(|m| m.content.as_str()).collect();
     assert_eq!(texts, ["hello", "2+2?", "4"]);
@@ -42,7 +42,7 @@ async fn trim_keeps_latest() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(&dir, None).await;
     for i in 0..5 {
-        store.finish_turn("s", &[(Role::User, &format!("m{i}"))], None).await.unwrap();
+        store.finish_turn("s", &[(Role::User, &format!("m{i}"))], &[]).await.unwrap();
     }
     assert_eq!(store.trim("s", 2).await.unwrap(), 3);
     let history = store.history("s").await.unwrap();

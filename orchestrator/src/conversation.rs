@@ -1,0 +1,154 @@
+//! One actor per chat. It runs the chat's turns one at a time, steers messages that arrive during a turn into
+//! it, and cancels the turn on `/stop`. Different chats are different actors, so they never wait for each other.
+
+use crate::messages::{Inbound, NOTHING_RUNNING_REPLY, Outbound, Progress, STOPPED_HISTORY_NOTE, STOPPED_REPLY, StopTurn};
+use crate::runtime::Runtime;
+use crate::turn::{Steered, TurnReport, run_turn};
+use actix::prelude::*;
+use minibot_agent::ReplyKind;
+use minibot_store::Role;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc::UnboundedSender;
+
+/// Where a chat's replies and progress go.
+#[derive(Clone)]
+pub struct ChannelHandle {
+    pub outbound: Recipient<Outbound>,
+    pub progress: Recipient<Progress>,
+}
+
+struct Running {
+    inbound: Inbound,
+    inbox: UnboundedSender<String>,
+    steered: Steered,
+    handle: SpawnHandle,
+}
+
+pub struct Conversation {
+    rt: Arc<Runtime>,
+    channel: ChannelHandle,
+    running: Option<Running>,
+    queue: VecDeque<Inbound>,
+}
+
+impl Conversation {
+    pub fn new(rt: Arc<Runtime>, channel: ChannelHandle) -> Self {
+        Self { rt, channel, running: None, queue: VecDeque::new() }
+    }
+
+    fn accept(&mut self, inbound: Inbound, ctx: &mut Context<Self>) {
+        match &self.running {
+            Some(running) => {
+                if let Ok(mut steered) = running.steered.lock() {
+                    steered.push(inbound.clone());
+                }
+                if running.inbox.send(inbound.text.clone()).is_err() {
+                    // The turn is finishing; the message becomes the next turn instead.
+                    if let Ok(mut steered) = running.steered.lock() {
+                        steered.retain(|s| s.event_id != inbound.event_id);
+                    }
+                    self.queue.push_back(inbound);
+                }
+            }
+            None => self.start(inbound, ctx),
+        }
+    }
+
+    fn start(&mut self, inbound: Inbound, ctx: &mut Context<Self>) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let steered: Steered = Arc::new(Mutex::new(Vec::new()));
+        let future = run_turn(self.rt.clone(), inbound.clone(), rx, steered.clone(), self.channel.progress.clone());
+        let handle = ctx.spawn(future.into_actor(self).map(|report, act, ctx| act.finished(report, ctx)));
+        self.running = Some(Running { inbound, inbox: tx, steered, handle });
+    }
+
+    fn finished(&mut self, report: TurnReport, ctx: &mut Context<Self>) {
+        if let Some(running) = self.running.take() {
+            let leftover: Vec<Inbound> = running
+                .steered
+                .lock()
+                .map(|s| s.iter().skip(report.consumed).cloned().collect())
+                .unwrap_or_default();
+            for inbound in leftover.into_iter().rev() {
+                self.queue.push_front(inbound);
+            }
+        }
+        self.channel.outbound.do_send(report.reply);
+        self.next(ctx);
+    }
+
+    fn next(&mut self, ctx: &mut Context<Self>) {
+        if self.running.is_none()
+            && let Some(inbound) = self.queue.pop_front()
+        {
+            self.start(inbound, ctx);
+        }
+    }
+
+    fn reply(&self, inbound_channel: &str, chat_id: i64, text: &str, answers: Vec<String>) {
+        self.channel.outbound.do_send(Outbound {
+            channel: inbound_channel.to_string(),
+            chat_id,
+            text: text.to_string(),
+            kind: ReplyKind::Text,
+            answers,
+            is_error: false,
+        });
+    }
+}
+
+impl Actor for Conversation {
+    type Context = Context<Self>;
+}
+
+impl Handler<Inbound> for Conversation {
+    type Result = ();
+
+    fn handle(&mut self, inbound: Inbound, ctx: &mut Context<Self>) {
+        // The pending row is written before the turn can start, so a crash from here on loses nothing.
+        let store = self.rt.store.clone();
+        let (event_id, session) = (inbound.event_id.clone(), inbound.session_id());
+        let json = serde_json::to_string(&inbound).unwrap_or_default();
+        let write = async move { store.mark_pending(&event_id, &session, &json).await };
+        ctx.wait(write.into_actor(self).map(move |result, act, ctx| {
+            if let Err(error) = result {
+                tracing::error!(error = %error, "cannot record the pending turn; running it anyway");
+            }
+            act.accept(inbound, ctx);
+        }));
+    }
+}
+
+impl Handler<StopTurn> for Conversation {
+    type Result = ();
+
+    fn handle(&mut self, stop: StopTurn, ctx: &mut Context<Self>) {
+        let Some(running) = self.running.take() else {
+            self.reply(&stop.channel, stop.chat_id, NOTHING_RUNNING_REPLY, Vec::new());
+            return;
+        };
+        ctx.cancel_future(running.handle);
+        let steered: Vec<Inbound> = running.steered.lock().map(|s| s.clone()).unwrap_or_default();
+        let store = self.rt.store.clone();
+        let inbound = running.inbound;
+        let session = inbound.session_id();
+        let mut ids = vec![inbound.event_id.clone()];
+        ids.extend(steered.iter().map(|s| s.event_id.clone()));
+        let answers = ids.clone();
+        let save = async move {
+            let mut entries: Vec<(Role, &str)> = vec![(Role::User, inbound.text.as_str())];
+            entries.extend(steered.iter().map(|s| (Role::User, s.text.as_str())));
+            entries.push((Role::Assistant, STOPPED_HISTORY_NOTE));
+            let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+            if let Err(error) = store.finish_turn(&session, &entries, &ids).await {
+                tracing::error!(error = %error, "cannot store the stopped turn");
+            }
+        };
+        ctx.wait(save.into_actor(self).map(move |(), act, ctx| {
+            tracing::info!(channel = %stop.channel, chat_id = stop.chat_id, "turn stopped by the user");
+            act.reply(&stop.channel, stop.chat_id, STOPPED_REPLY, answers);
+            act.next(ctx);
+        }));
+    }
+}

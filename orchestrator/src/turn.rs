@@ -1,0 +1,146 @@
+//! One main-agent turn: load history, run the agent loop, store the turn, produce the reply.
+//! Plain async code; the conversation actor owns scheduling and cancellation.
+
+use crate::messages::{Inbound, Outbound, Progress};
+use crate::runtime::Runtime;
+use actix::Recipient;
+use minibot_agent::{AgentError, AgentEvent, AgentRun, ReplyKind, ToolContext};
+use minibot_llm::{LlmError, Message};
+use minibot_store::Role;
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+/// Messages steered into a running turn, in arrival order, shared between the actor and the turn.
+pub type Steered = Arc<Mutex<Vec<Inbound>>>;
+
+pub struct TurnReport {
+    pub reply: Outbound,
+    /// How many of the steered messages the turn read; the rest become the next turns.
+    pub consumed: usize,
+}
+
+pub async fn run_turn(
+    rt: Arc<Runtime>,
+    inbound: Inbound,
+    mut inbox: UnboundedReceiver<String>,
+    steered: Steered,
+    progress: Recipient<Progress>,
+) -> TurnReport {
+    let session = inbound.session_id();
+    let reply = |text: String, kind: ReplyKind, answers: Vec<String>, is_error: bool| Outbound {
+        channel: inbound.channel.clone(),
+        chat_id: inbound.chat_id,
+        text,
+        kind,
+        answers,
+        is_error,
+    };
+    let history = match rt.store.history(&session).await {
+        Ok(history) => history,
+        Err(error) => {
+            tracing::error!(session = %session, error = %error, "cannot read history");
+            let text = format!("Sorry, I couldn't answer right now: the history store failed ({error}).");
+            return TurnReport { reply: reply(text, ReplyKind::Text, vec![inbound.event_id.clone()], true), consumed: 0 };
+        }
+    };
+    let history = history
+        .into_iter()
+        .map(|m| match m.role {
+            Role::User => Message::User(m.content),
+            Role::Assistant => Message::assistant_text(m.content),
+        })
+        .collect();
+    let (channel, chat_id) = (inbound.channel.clone(), inbound.chat_id);
+    let on_event = move |event: AgentEvent| {
+        progress.do_send(Progress { channel: channel.clone(), chat_id, event });
+    };
+    let context = ToolContext {
+        session_id: session.clone(),
+        channel: inbound.channel.clone(),
+        chat_id: Some(inbound.chat_id),
+        user_id: inbound.user_id,
+        owner_id: rt.config.runtime.owner_id.clone(),
+        call_id: String::new(),
+    };
+    let run = AgentRun {
+        provider: rt.provider.as_ref(),
+        model: &rt.model,
+        tools: &rt.tools,
+        system_prompt: rt.system_prompt(&inbound.channel),
+        history,
+        user_message: inbound.text.clone(),
+        limits: rt.limits,
+        context,
+        inbox: Some(&mut inbox),
+        on_event: &on_event,
+    };
+    let result = run.run().await;
+    let steered_now: Vec<Inbound> = steered.lock().map(|s| s.clone()).unwrap_or_default();
+    match result {
+        Ok(outcome) => {
+            let consumed = outcome.steered.len().min(steered_now.len());
+            let mut entries: Vec<(Role, &str)> = vec![(Role::User, inbound.text.as_str())];
+            entries.extend(steered_now[..consumed].iter().map(|s| (Role::User, s.text.as_str())));
+            entries.push((Role::Assistant, outcome.answer.as_str()));
+            let mut ids: Vec<&str> = vec![inbound.event_id.as_str()];
+            ids.extend(steered_now[..consumed].iter().map(|s| s.event_id.as_str()));
+            if let Err(error) = rt.store.finish_turn(&session, &entries, &ids).await {
+                tracing::error!(session = %session, error = %error, "cannot store the turn");
+            }
+            tracing::info!(
+                session = %session,
+                stop_reason = outcome.stop_reason.as_str(),
+                steps = outcome.steps,
+                tool_calls = outcome.tool_calls,
+                total_tokens = outcome.usage.total_tokens,
+                elapsed_ms = outcome.elapsed.as_millis() as u64,
+                "turn finished"
+            );
+            let answers = ids.iter().map(|id| (*id).to_string()).collect();
+            TurnReport { reply: reply(outcome.answer, outcome.reply_kind, answers, false), consumed }
+        }
+        Err(error) => {
+            tracing::error!(session = %session, error = %error, "turn failed");
+            let mut ids = vec![inbound.event_id.clone()];
+            ids.extend(steered_now.iter().map(|s| s.event_id.clone()));
+            for id in &ids {
+                if let Err(e) = rt.store.clear_pending(id).await {
+                    tracing::error!(error = %e, "cannot clear pending turn");
+                }
+            }
+            let consumed = steered_now.len();
+            TurnReport { reply: reply(error_reply(&error, rt.verbose_errors), ReplyKind::Text, ids, true), consumed }
+        }
+    }
+}
+
+/// What the user reads when a turn fails: what went wrong in a few words, never a key or a raw body unless
+/// the log level is DEBUG.
+pub fn error_reply(error: &AgentError, verbose: bool) -> String {
+    if verbose {
+        let detail: String = error.to_string().chars().take(400).collect();
+        return format!("Sorry, I couldn't answer right now. {detail}");
+    }
+    let reason = match error {
+        AgentError::Provider(llm) => match llm {
+            LlmError::Quota { .. } => {
+                return "⚠️ LLM provider out of credits or over its spending limit. Top up the account or switch \
+                        provider."
+                    .into();
+            }
+            LlmError::Connect { .. } => "the model provider cannot be reached",
+            LlmError::Timeout(_) => "the model provider did not answer in time",
+            LlmError::RateLimited { .. } => "the model provider is rate limiting requests; try again in a minute",
+            LlmError::Server { .. } => "the model provider failed",
+            LlmError::Unauthorized { .. } => "the model provider rejected the API key",
+            LlmError::ContextLength(_) => "the conversation is too long for the model; trim the history",
+            LlmError::BadRequest { .. } => "the model provider rejected the request",
+            LlmError::InvalidResponse(_) | LlmError::EmptyResponse => {
+                "the model provider sent a response that is not valid"
+            }
+            LlmError::Unsupported(_) => "the configured provider is not supported",
+        },
+        AgentError::FatalTool { .. } => "a tool failed",
+    };
+    format!("Sorry, I couldn't answer right now: {reason}.")
+}

@@ -1,0 +1,212 @@
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+/// One reply of the model.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// A final text answer.
+    Text(String),
+    /// Tool calls: (name, arguments as JSON text).
+    ToolCalls(Vec<(String, String)>),
+    /// An HTTP error status with a body.
+    Status(u16, String),
+    /// A 200 response whose body is this raw text.
+    Raw(String),
+}
+
+impl Reply {
+    pub fn text(text: &str) -> Self {
+        Self::Text(text.into())
+    }
+
+    /// One tool call with JSON arguments.
+    pub fn tool(name: &str, arguments: Value) -> Self {
+        Self::ToolCalls(vec![(name.into(), arguments.to_string())])
+    }
+
+    /// Several tool calls in one response; arguments given as raw text (may be invalid JSON on purpose).
+    pub fn tools_raw(calls: &[(&str, &str)]) -> Self {
+        Self::ToolCalls(calls.iter().map(|(n, a)| ((*n).into(), (*a).into())).collect())
+    }
+}
+
+/// The replies for one conversation turn, keyed by the text of the user message.
+#[derive(Debug, Clone)]
+pub struct Script {
+    pub user_message: String,
+    pub replies: Vec<Reply>,
+    /// Replies sent before the script proper, one per request (for example errors to be retried).
+    pub failures_first: Vec<Reply>,
+    pub delay: Duration,
+}
+
+impl Script {
+    pub fn new(user_message: &str, replies: Vec<Reply>) -> Self {
+        Self { user_message: user_message.into(), replies, failures_first: Vec::new(), delay: Duration::ZERO }
+    }
+
+    pub fn fail_first(mut self, failures: Vec<Reply>) -> Self {
+        self.failures_first = failures;
+        self
+    }
+
+    pub fn delay(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
+    }
+}
+
+#[derive(Default)]
+struct State {
+    scripts: Vec<Script>,
+    failures_served: HashMap<String, usize>,
+    requests: Vec<Value>,
+    default_delay: Duration,
+}
+
+/// The scripted server. Dropping it stops it.
+pub struct ScriptedLlm {
+    pub addr: SocketAddr,
+    state: Arc<Mutex<State>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ScriptedLlm {
+    pub async fn start(scripts: Vec<Script>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind the scripted LLM server");
+        let addr = listener.local_addr().expect("local addr");
+        let state = Arc::new(Mutex::new(State { scripts, ..State::default() }));
+        let shared = state.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let state = shared.clone();
+                tokio::spawn(async move {
+                    let service = service_fn(move |req| handle(state.clone(), req));
+                    let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+                });
+            }
+        });
+        Self { addr, state, task }
+    }
+
+    /// The base URL to configure (`[llm].base_url`).
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Every chat-completions request body received so far.
+    pub fn requests(&self) -> Vec<Value> {
+        self.state.lock().map(|s| s.requests.clone()).unwrap_or_default()
+    }
+
+    /// Delay applied to every reply whose script sets none.
+    pub fn set_default_delay(&self, delay: Duration) {
+        if let Ok(mut state) = self.state.lock() {
+            state.default_delay = delay;
+        }
+    }
+
+    pub fn add_script(&self, script: Script) {
+        if let Ok(mut state) = self.state.lock() {
+            state.scripts.push(script);
+        }
+    }
+}
+
+impl Drop for ScriptedLlm {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn last_user_index(messages: &[Value]) -> Option<usize> {
+    messages.iter().rposition(|m| m["role"] == "user")
+}
+
+async fn handle(state: Arc<Mutex<State>>, req: Request<Incoming>) -> Result<Response<Full<Bytes>>, hyper::Error> {
+    let path = req.uri().path().to_string();
+    let body = req.into_body().collect().await?.to_bytes();
+    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    if !path.ends_with("/chat/completions") {
+        return Ok(respond(404, json!({ "error": { "message": format!("no route {path}") } }).to_string()));
+    }
+    let messages = request["messages"].as_array().cloned().unwrap_or_default();
+    let (reply, delay) = {
+        let mut state = match state.lock() {
+            Ok(state) => state,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        state.requests.push(request.clone());
+        choose(&mut state, &messages)
+    };
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+    Ok(match reply {
+        Reply::Text(text) => respond(200, completion(json!({ "role": "assistant", "content": text }), "stop")),
+        Reply::ToolCalls(calls) => {
+            let calls: Vec<Value> = calls
+                .iter()
+                .enumerate()
+                .map(|(i, (name, args))| {
+                    json!({ "id": format!("call_{}_{i}", messages.len()), "type": "function",
+                            "function": { "name": name, "arguments": args } })
+                })
+                .collect();
+            respond(200, completion(json!({ "role": "assistant", "content": null, "tool_calls": calls }), "tool_calls"))
+        }
+        Reply::Status(status, body) => respond(status, body),
+        Reply::Raw(body) => respond(200, body),
+    })
+}
+
+fn choose(state: &mut State, messages: &[Value]) -> (Reply, Duration) {
+    let Some(user_index) = last_user_index(messages) else {
+        return (Reply::Status(400, "no user message".into()), Duration::ZERO);
+    };
+    let user_text = messages[user_index]["content"].as_str().unwrap_or_default().to_string();
+    let Some(script) = state.scripts.iter().find(|s| s.user_message == user_text).cloned() else {
+        return (Reply::Text(format!("unscripted: {user_text}")), state.default_delay);
+    };
+    let delay = if script.delay.is_zero() { state.default_delay } else { script.delay };
+    let served = state.failures_served.entry(user_text).or_insert(0);
+    if let Some(failure) = script.failures_first.get(*served) {
+        *served += 1;
+        return (failure.clone(), delay);
+    }
+    let step = messages[user_index..].iter().filter(|m| m["role"] == "assistant").count();
+    let reply = script
+        .replies
+        .get(step)
+        .cloned()
+        .unwrap_or_else(|| Reply::Text(format!("script exhausted after {step} replies")));
+    (reply, delay)
+}
+
+fn completion(message: Value, finish_reason: &str) -> String {
+    json!({
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "model": "scripted",
+        "choices": [{ "index": 0, "message": message, "finish_reason": finish_reason }],
+        "usage": { "prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15 }
+    })
+    .to_string()
+}
+
+fn respond(status: u16, body: String) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    response.headers_mut().insert("content-type", hyper::header::HeaderValue::from_static("application/json"));
+    response
+}
