@@ -1,1 +1,63 @@
-//! placeholder
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+//! End-to-end tests and benchmarks of the real `minibot` and `minibot-worker` binaries. The helpers here write a
+//! config into a temp folder and run a binary against it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+pub use minibot_test_support::{Reply, Script, ScriptedLlm, binary};
+
+/// A temp folder holding a config that points the model at `base_url`.
+pub struct Home {
+    pub dir: tempfile::TempDir,
+}
+
+impl Home {
+    pub fn new(base_url: &str, extra: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let config = format!(
+            "[llm]\nbase_url = \"{base_url}\"\napi_key = \"sk-e2e\"\nmodel = \"e2e-model\"\nretry_delay_seconds = 0.01\n{extra}"
+        );
+        std::fs::write(dir.path().join("config.toml"), config).unwrap();
+        Self { dir }
+    }
+
+    pub fn config(&self) -> PathBuf {
+        self.dir.path().join("config.toml")
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `minibot <args> --config <this config>`, run from an unrelated working directory.
+    pub fn minibot(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(binary("minibot"));
+        command
+            .args(args)
+            .arg("--config")
+            .arg(self.config())
+            .current_dir(std::env::temp_dir())
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
+            .env_remove("MINIBOT_CONFIG")
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null());
+        command
+    }
+}
+
+/// Runs a command on a blocking thread so the scripted server keeps serving meanwhile.
+pub async fn run(mut command: Command) -> Output {
+    tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap()
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).to_string()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).to_string()
+}

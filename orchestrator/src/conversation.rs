@@ -1,7 +1,10 @@
 //! One actor per chat. It runs the chat's turns one at a time, steers messages that arrive during a turn into
 //! it, and cancels the turn on `/stop`. Different chats are different actors, so they never wait for each other.
 
-use crate::messages::{Inbound, NOTHING_RUNNING_REPLY, Outbound, Progress, STOPPED_HISTORY_NOTE, STOPPED_REPLY, StopTurn};
+use crate::messages::{
+    Inbound, NOTHING_RUNNING_REPLY, Outbound, Progress, STOPPED_HISTORY_NOTE, STOPPED_REPLY,
+    StopTurn,
+};
 use crate::runtime::Runtime;
 use crate::turn::{Steered, TurnReport, run_turn};
 use actix::prelude::*;
@@ -34,7 +37,12 @@ pub struct Conversation {
 
 impl Conversation {
     pub fn new(rt: Arc<Runtime>, channel: ChannelHandle) -> Self {
-        Self { rt, channel, running: None, queue: VecDeque::new() }
+        Self {
+            rt,
+            channel,
+            running: None,
+            queue: VecDeque::new(),
+        }
     }
 
     fn accept(&mut self, inbound: Inbound, ctx: &mut Context<Self>) {
@@ -58,9 +66,24 @@ impl Conversation {
     fn start(&mut self, inbound: Inbound, ctx: &mut Context<Self>) {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let steered: Steered = Arc::new(Mutex::new(Vec::new()));
-        let future = run_turn(self.rt.clone(), inbound.clone(), rx, steered.clone(), self.channel.progress.clone());
-        let handle = ctx.spawn(future.into_actor(self).map(|report, act, ctx| act.finished(report, ctx)));
-        self.running = Some(Running { inbound, inbox: tx, steered, handle });
+        let future = run_turn(
+            self.rt.clone(),
+            inbound.clone(),
+            rx,
+            steered.clone(),
+            self.channel.progress.clone(),
+        );
+        let handle = ctx.spawn(
+            future
+                .into_actor(self)
+                .map(|report, act, ctx| act.finished(report, ctx)),
+        );
+        self.running = Some(Running {
+            inbound,
+            inbox: tx,
+            steered,
+            handle,
+        });
     }
 
     fn finished(&mut self, report: TurnReport, ctx: &mut Context<Self>) {
@@ -125,11 +148,20 @@ impl Handler<StopTurn> for Conversation {
 
     fn handle(&mut self, stop: StopTurn, ctx: &mut Context<Self>) {
         let Some(running) = self.running.take() else {
-            self.reply(&stop.channel, stop.chat_id, NOTHING_RUNNING_REPLY, Vec::new());
+            self.reply(
+                &stop.channel,
+                stop.chat_id,
+                NOTHING_RUNNING_REPLY,
+                Vec::new(),
+            );
             return;
         };
         ctx.cancel_future(running.handle);
-        let steered: Vec<Inbound> = running.steered.lock().map(|s| s.clone()).unwrap_or_default();
+        let steered: Vec<Inbound> = running
+            .steered
+            .lock()
+            .map(|s| s.clone())
+            .unwrap_or_default();
         let store = self.rt.store.clone();
         let inbound = running.inbound;
         let session = inbound.session_id();

@@ -50,7 +50,9 @@ async fn run_console(router: actix::Addr<Router>, args: ConsoleArgs) -> anyhow::
     if let Some(once) = args.once {
         let text = if once == "-" {
             let mut text = String::new();
-            std::io::stdin().read_to_string(&mut text).context("cannot read the message from stdin")?;
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .context("cannot read the message from stdin")?;
             text
         } else {
             once
@@ -58,29 +60,83 @@ async fn run_console(router: actix::Addr<Router>, args: ConsoleArgs) -> anyhow::
         if text.trim().is_empty() {
             anyhow::bail!("--once needs a non-empty message");
         }
-        let inbound = Inbound::new(console::CHANNEL, args.chat_id, Some(args.user_id), text.trim());
+        let inbound = Inbound::new(
+            console::CHANNEL,
+            args.chat_id,
+            Some(args.user_id),
+            text.trim(),
+        );
         let (done_tx, done_rx) = tokio::sync::oneshot::channel();
         let console = Console::new(args.chat_id, Box::new(PlainScreen), awaiting.clone())
             .with_once(inbound.event_id.clone(), done_tx);
         let addr = actix::Actor::start(console);
         Console::register(&addr, &router);
-        let _ = router.send(ReplayPending).await;
-        awaiting.lock().map(|mut a| a.insert(inbound.event_id.clone())).ok();
+        let wait = Duration::try_from_secs_f64(args.timeout_seconds.max(1.0))
+            .unwrap_or(Duration::from_secs(120));
+        // Messages interrupted by a crash are answered first, so the new one does not merge into them.
+        let replayed = router.send(ReplayPending).await.unwrap_or_default();
+        await_answers(&awaiting, &replayed, args.chat_id, wait).await;
+        awaiting
+            .lock()
+            .map(|mut a| a.insert(inbound.event_id.clone()))
+            .ok();
         router.do_send(inbound);
-        let wait = Duration::try_from_secs_f64(args.timeout_seconds.max(1.0)).unwrap_or(Duration::from_secs(120));
         return match tokio::time::timeout(wait, done_rx).await {
             Ok(Ok(code)) => Ok(code),
             Ok(Err(_)) => anyhow::bail!("the conversation ended without an answer"),
-            Err(_) => anyhow::bail!("no answer within {} seconds (--timeout-seconds)", wait.as_secs()),
+            Err(_) => anyhow::bail!(
+                "no answer within {} seconds (--timeout-seconds)",
+                wait.as_secs()
+            ),
         };
     }
-    let (screen, quit) = console::spawn_repl(router.clone(), args.chat_id, args.user_id, awaiting.clone(), args.plain)?;
+    let (screen, quit) = console::spawn_repl(
+        router.clone(),
+        args.chat_id,
+        args.user_id,
+        awaiting.clone(),
+        args.plain,
+    )?;
     let addr = actix::Actor::start(Console::new(args.chat_id, screen, awaiting));
     Console::register(&addr, &router);
-    let replayed = router.send(ReplayPending).await.unwrap_or(0);
-    if replayed > 0 {
-        eprintln!("(resuming {replayed} message(s) interrupted by a restart)");
+    let replayed = router.send(ReplayPending).await.unwrap_or_default();
+    if !replayed.is_empty() {
+        eprintln!(
+            "(resuming {} message(s) interrupted by a restart)",
+            replayed.len()
+        );
     }
     let _ = quit.await;
     Ok(0)
+}
+
+/// Waits until every replayed message of this chat has its answer (or `limit` passes).
+async fn await_answers(
+    awaiting: &console::Awaiting,
+    replayed: &[Inbound],
+    chat_id: i64,
+    limit: Duration,
+) {
+    let ids: Vec<String> = replayed
+        .iter()
+        .filter(|i| i.channel == console::CHANNEL && i.chat_id == chat_id)
+        .map(|i| i.event_id.clone())
+        .collect();
+    if ids.is_empty() {
+        return;
+    }
+    if let Ok(mut set) = awaiting.lock() {
+        set.extend(ids.iter().cloned());
+    }
+    let deadline = tokio::time::Instant::now() + limit;
+    while tokio::time::Instant::now() < deadline {
+        let done = awaiting
+            .lock()
+            .map(|set| ids.iter().all(|id| !set.contains(id)))
+            .unwrap_or(true);
+        if done {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

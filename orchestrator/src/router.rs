@@ -17,9 +17,9 @@ pub struct RegisterChannel {
     pub handle: ChannelHandle,
 }
 
-/// Replays pending turns of the registered channels; answers how many were replayed.
+/// Replays pending turns of the registered channels; answers with the replayed messages.
 #[derive(Message)]
-#[rtype(result = "usize")]
+#[rtype(result = "Vec<Inbound>")]
 pub struct ReplayPending;
 
 pub struct Router {
@@ -30,14 +30,23 @@ pub struct Router {
 
 impl Router {
     pub fn new(rt: Arc<Runtime>) -> Self {
-        Self { rt, channels: HashMap::new(), conversations: HashMap::new() }
+        Self {
+            rt,
+            channels: HashMap::new(),
+            conversations: HashMap::new(),
+        }
     }
 
     fn conversation(&mut self, channel: &str, chat_id: i64) -> Option<Addr<Conversation>> {
         let handle = self.channels.get(channel)?.clone();
         let key = session_id(channel, chat_id);
         let rt = self.rt.clone();
-        Some(self.conversations.entry(key).or_insert_with(|| Conversation::new(rt, handle).start()).clone())
+        Some(
+            self.conversations
+                .entry(key)
+                .or_insert_with(|| Conversation::new(rt, handle).start())
+                .clone(),
+        )
     }
 }
 
@@ -59,7 +68,9 @@ impl Handler<Inbound> for Router {
     fn handle(&mut self, inbound: Inbound, _ctx: &mut Context<Self>) {
         match self.conversation(&inbound.channel, inbound.chat_id) {
             Some(conversation) => conversation.do_send(inbound),
-            None => tracing::warn!(channel = %inbound.channel, "message for a channel that is not running; dropped"),
+            None => {
+                tracing::warn!(channel = %inbound.channel, "message for a channel that is not running; dropped")
+            }
         }
     }
 }
@@ -85,7 +96,7 @@ impl Handler<StopTurn> for Router {
 }
 
 impl Handler<ReplayPending> for Router {
-    type Result = ResponseActFuture<Self, usize>;
+    type Result = ResponseActFuture<Self, Vec<Inbound>>;
 
     fn handle(&mut self, _msg: ReplayPending, _ctx: &mut Context<Self>) -> Self::Result {
         let store = self.rt.store.clone();
@@ -94,10 +105,10 @@ impl Handler<ReplayPending> for Router {
                 Ok(pending) => pending,
                 Err(error) => {
                     tracing::error!(error = %error, "cannot read pending turns");
-                    return 0;
+                    return Vec::new();
                 }
             };
-            let mut replayed = 0;
+            let mut replayed = Vec::new();
             for turn in pending {
                 let inbound: Inbound = match serde_json::from_str(&turn.message_json) {
                     Ok(inbound) => inbound,
@@ -112,8 +123,8 @@ impl Handler<ReplayPending> for Router {
                 };
                 if let Some(conversation) = act.conversation(&inbound.channel, inbound.chat_id) {
                     tracing::info!(event_id = %inbound.event_id, session = %turn.session_id, "replaying a turn interrupted by a restart");
-                    conversation.do_send(inbound);
-                    replayed += 1;
+                    conversation.do_send(inbound.clone());
+                    replayed.push(inbound);
                 }
             }
             replayed

@@ -1,7 +1,9 @@
 //! What every conversation shares: config, provider, tools, store, prompts and limits. Built once at start-up.
 
 use anyhow::Context;
-use minibot_agent::{Limits, ModelSettings, PromptBuilder, PromptLibrary, ToolPolicy, ToolRegistry};
+use minibot_agent::{
+    Limits, ModelSettings, PromptBuilder, PromptLibrary, ToolPolicy, ToolRegistry,
+};
 use minibot_config::Config;
 use minibot_llm::ChatProvider;
 use minibot_store::Store;
@@ -28,13 +30,17 @@ impl Runtime {
     pub async fn build(config: Config) -> anyhow::Result<Arc<Self>> {
         let config = Arc::new(config);
         let endpoint = config.main_llm();
-        let provider = minibot_llm::provider_for(&endpoint).with_context(|| format!("llm.provider = {}", endpoint.provider))?;
+        let provider = minibot_llm::provider_for(&endpoint)
+            .with_context(|| format!("llm.provider = {}", endpoint.provider))?;
         let memory_path = minibot_config::sqlite_path_from_url(&config.memory.sqlite_url)
             .map(|p| config.resolve_path(&p))
             .context("memory.sqlite_url is not a SQLite URL")?;
         let store = Store::open(&memory_path, config.memory.max_history_messages).await?;
 
-        let services = ToolServices { config: config.clone(), store: Some(store.clone()) };
+        let services = ToolServices {
+            config: config.clone(),
+            store: Some(store.clone()),
+        };
         let main = &config.orchestration.main_agent;
         let policy = ToolPolicy::from_lists(&main.tools_allow, &main.tools_deny)
             .context("orchestration.main_agent tool patterns")?;
@@ -43,7 +49,12 @@ impl Runtime {
         let prompts = PromptLibrary::new(Some(config.resolve_path(&config.llm.prompts_dir)));
         let base_prompt = base_prompt(&config, &prompts)?;
         let max_steps = config.llm.max_tool_iterations.max(1);
-        let level = config.runtime.log_level.as_deref().unwrap_or(&config.logging.log_level).to_ascii_lowercase();
+        let level = config
+            .runtime
+            .log_level
+            .as_deref()
+            .unwrap_or(&config.logging.log_level)
+            .to_ascii_lowercase();
         Ok(Arc::new(Self {
             model: ModelSettings {
                 model: endpoint.model.clone(),
@@ -69,7 +80,10 @@ impl Runtime {
 
     /// The main agent's system prompt for a channel, composed once per channel.
     pub fn system_prompt(&self, channel: &str) -> String {
-        let mut cache = self.channel_prompts.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut cache = self
+            .channel_prompts
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         cache
             .entry(channel.to_string())
             .or_insert_with(|| {
@@ -87,7 +101,9 @@ impl Runtime {
     }
 
     fn environment_fragment(&self) -> String {
-        let cwd = std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_default();
+        let cwd = std::env::current_dir()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
         format!(
             "Environment: minibot {} (Rust). Working directory: {cwd}. Config: {}.",
             env!("CARGO_PKG_VERSION"),
@@ -101,13 +117,21 @@ impl Runtime {
 fn base_prompt(config: &Config, prompts: &PromptLibrary) -> anyhow::Result<String> {
     if let Some(file) = &config.llm.system_prompt_file {
         let path = config.resolve_path(file);
-        return minibot_agent::prompt::read(&path).map_err(|e| anyhow::anyhow!("llm.system_prompt_file: {e}"));
+        return minibot_agent::prompt::read(&path)
+            .map_err(|e| anyhow::anyhow!("llm.system_prompt_file: {e}"));
     }
-    let override_path = config.resolve_path(&config.llm.prompts_dir).join("main_agent_system.md");
+    let override_path = config
+        .resolve_path(&config.llm.prompts_dir)
+        .join("main_agent_system.md");
     if override_path.is_file() {
         return Ok(minibot_agent::prompt::read(&override_path)?);
     }
-    if let Some(prompt) = config.llm.system_prompt.as_ref().filter(|p| !p.trim().is_empty()) {
+    if let Some(prompt) = config
+        .llm
+        .system_prompt
+        .as_ref()
+        .filter(|p| !p.trim().is_empty())
+    {
         return Ok(prompt.clone());
     }
     Ok(prompts.get("main_agent_system.md")?.unwrap_or_default())

@@ -39,8 +39,12 @@ pub async fn run_turn(
         Ok(history) => history,
         Err(error) => {
             tracing::error!(session = %session, error = %error, "cannot read history");
-            let text = format!("Sorry, I couldn't answer right now: the history store failed ({error}).");
-            return TurnReport { reply: reply(text, ReplyKind::Text, vec![inbound.event_id.clone()], true), consumed: 0 };
+            let text =
+                format!("Sorry, I couldn't answer right now: the history store failed ({error}).");
+            return TurnReport {
+                reply: reply(text, ReplyKind::Text, vec![inbound.event_id.clone()], true),
+                consumed: 0,
+            };
         }
     };
     let history = history
@@ -52,7 +56,11 @@ pub async fn run_turn(
         .collect();
     let (channel, chat_id) = (inbound.channel.clone(), inbound.chat_id);
     let on_event = move |event: AgentEvent| {
-        progress.do_send(Progress { channel: channel.clone(), chat_id, event });
+        progress.do_send(Progress {
+            channel: channel.clone(),
+            chat_id,
+            event,
+        });
     };
     let context = ToolContext {
         session_id: session.clone(),
@@ -80,7 +88,11 @@ pub async fn run_turn(
         Ok(outcome) => {
             let consumed = outcome.steered.len().min(steered_now.len());
             let mut entries: Vec<(Role, &str)> = vec![(Role::User, inbound.text.as_str())];
-            entries.extend(steered_now[..consumed].iter().map(|s| (Role::User, s.text.as_str())));
+            entries.extend(
+                steered_now[..consumed]
+                    .iter()
+                    .map(|s| (Role::User, s.text.as_str())),
+            );
             entries.push((Role::Assistant, outcome.answer.as_str()));
             let mut ids: Vec<&str> = vec![inbound.event_id.as_str()];
             ids.extend(steered_now[..consumed].iter().map(|s| s.event_id.as_str()));
@@ -97,7 +109,10 @@ pub async fn run_turn(
                 "turn finished"
             );
             let answers = ids.iter().map(|id| (*id).to_string()).collect();
-            TurnReport { reply: reply(outcome.answer, outcome.reply_kind, answers, false), consumed }
+            TurnReport {
+                reply: reply(outcome.answer, outcome.reply_kind, answers, false),
+                consumed,
+            }
         }
         Err(error) => {
             tracing::error!(session = %session, error = %error, "turn failed");
@@ -109,7 +124,15 @@ pub async fn run_turn(
                 }
             }
             let consumed = steered_now.len();
-            TurnReport { reply: reply(error_reply(&error, rt.verbose_errors), ReplyKind::Text, ids, true), consumed }
+            TurnReport {
+                reply: reply(
+                    error_reply(&error, rt.verbose_errors),
+                    ReplyKind::Text,
+                    ids,
+                    true,
+                ),
+                consumed,
+            }
         }
     }
 }
@@ -130,10 +153,14 @@ pub fn error_reply(error: &AgentError, verbose: bool) -> String {
             }
             LlmError::Connect { .. } => "the model provider cannot be reached",
             LlmError::Timeout(_) => "the model provider did not answer in time",
-            LlmError::RateLimited { .. } => "the model provider is rate limiting requests; try again in a minute",
+            LlmError::RateLimited { .. } => {
+                "the model provider is rate limiting requests; try again in a minute"
+            }
             LlmError::Server { .. } => "the model provider failed",
             LlmError::Unauthorized { .. } => "the model provider rejected the API key",
-            LlmError::ContextLength(_) => "the conversation is too long for the model; trim the history",
+            LlmError::ContextLength(_) => {
+                "the conversation is too long for the model; trim the history"
+            }
             LlmError::BadRequest { .. } => "the model provider rejected the request",
             LlmError::InvalidResponse(_) | LlmError::EmptyResponse => {
                 "the model provider sent a response that is not valid"

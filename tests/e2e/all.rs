@@ -1,1 +1,5 @@
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+//! The real binaries, end to end.
 
+mod bad_input;
+mod console;

@@ -61,7 +61,12 @@ pub struct Console {
 
 impl Console {
     pub fn new(chat_id: i64, screen: Box<dyn Screen>, awaiting: Awaiting) -> Self {
-        Self { chat_id, screen, awaiting, once: None }
+        Self {
+            chat_id,
+            screen,
+            awaiting,
+            once: None,
+        }
     }
 
     pub fn with_once(mut self, event_id: String, done: oneshot::Sender<i32>) -> Self {
@@ -72,7 +77,10 @@ impl Console {
     pub fn register(addr: &Addr<Self>, router: &Addr<Router>) {
         router.do_send(RegisterChannel {
             name: CHANNEL.into(),
-            handle: ChannelHandle { outbound: addr.clone().recipient(), progress: addr.clone().recipient() },
+            handle: ChannelHandle {
+                outbound: addr.clone().recipient(),
+                progress: addr.clone().recipient(),
+            },
         });
     }
 }
@@ -96,9 +104,15 @@ impl Handler<Outbound> for Console {
                 awaiting.remove(id);
             }
         }
-        let finishes_once = self.once.as_ref().is_some_and(|(id, _)| out.answers.contains(id));
+        let finishes_once = self
+            .once
+            .as_ref()
+            .is_some_and(|(id, _)| out.answers.contains(id));
         if self.once.is_some() && !finishes_once && !out.answers.is_empty() {
-            self.screen.notice(&format!("(answer to a message interrupted by a restart)\n{}", out.text));
+            self.screen.notice(&format!(
+                "(answer to a message interrupted by a restart)\n{}",
+                out.text
+            ));
             return;
         }
         self.screen.answer(&out.text);
@@ -136,7 +150,10 @@ pub fn spawn_repl(
             match line.trim() {
                 "" => {}
                 "/exit" | "/quit" => return false,
-                "/stop" => router.do_send(StopTurn { channel: CHANNEL.into(), chat_id }),
+                "/stop" => router.do_send(StopTurn {
+                    channel: CHANNEL.into(),
+                    chat_id,
+                }),
                 text => {
                     let inbound = Inbound::new(CHANNEL, chat_id, Some(user_id), text);
                     if let Ok(mut awaiting) = awaiting.lock() {
@@ -148,11 +165,19 @@ pub fn spawn_repl(
             true
         }
     };
-    let editor = if plain { None } else { rustyline::DefaultEditor::new().ok() };
+    let editor = if plain {
+        None
+    } else {
+        rustyline::DefaultEditor::new().ok()
+    };
     let Some(mut editor) = editor else {
         std::thread::spawn(move || {
             let mut line = String::new();
-            while std::io::stdin().read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
+            while std::io::stdin()
+                .read_line(&mut line)
+                .map(|n| n > 0)
+                .unwrap_or(false)
+            {
                 if !send(&line) {
                     break;
                 }
@@ -179,9 +204,13 @@ pub fn spawn_repl(
                 Err(rustyline::error::ReadlineError::Interrupted) => {
                     let busy = awaiting.lock().map(|a| !a.is_empty()).unwrap_or(false);
                     if busy {
-                        router.do_send(StopTurn { channel: CHANNEL.into(), chat_id });
+                        router.do_send(StopTurn {
+                            channel: CHANNEL.into(),
+                            chat_id,
+                        });
                         last_interrupt = None;
-                    } else if last_interrupt.is_some_and(|at| at.elapsed() < Duration::from_secs(3)) {
+                    } else if last_interrupt.is_some_and(|at| at.elapsed() < Duration::from_secs(3))
+                    {
                         break;
                     } else {
                         eprintln!("(press Ctrl-C again to exit, or type /exit)");
@@ -210,7 +239,10 @@ pub fn watch_interrupts(router: Addr<Router>, chat_id: i64, awaiting: Awaiting) 
             if busy && !stop_sent {
                 stop_sent = true;
                 eprintln!("(stopping; press Ctrl-C again to exit)");
-                router.do_send(StopTurn { channel: CHANNEL.into(), chat_id });
+                router.do_send(StopTurn {
+                    channel: CHANNEL.into(),
+                    chat_id,
+                });
             } else {
                 std::process::exit(130);
             }
@@ -230,5 +262,9 @@ fn strip_tags(html: &str) -> String {
             _ => {}
         }
     }
-    out.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&#39;", "'").replace("&amp;", "&")
+    out.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&")
 }
