@@ -1,0 +1,263 @@
+//! The contract between the orchestrator and the workers: what a queued task carries ([`TaskEnvelope`]), what a
+//! worker reports back ([`WorkerEvent`]), and what the orchestrator can tell a running task ([`ControlMessage`]).
+//! Pure data, encoded as MessagePack with field names (`rmp_serde::to_vec_named`) so either side can add
+//! optional fields without breaking the other. Every message carries [`PROTOCOL_VERSION`]; a message that does
+//! not decode, or has a version this side does not speak, is a [`ProtocolError`], never a panic.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// Bumped when a change is not backwards compatible.
+pub const PROTOCOL_VERSION: u16 = 1;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProtocolError {
+    #[error("message does not decode: {0}")]
+    Decode(String),
+    #[error("message has protocol version {found}; this side speaks {PROTOCOL_VERSION}")]
+    Version { found: u16 },
+    #[error("message does not encode: {0}")]
+    Encode(String),
+}
+
+/// Limits a worker applies to one task. `None` is unlimited.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskLimits {
+    pub timeout_seconds: u64,
+    pub max_steps: Option<u32>,
+    pub max_tool_calls: Option<u32>,
+}
+
+/// Per-task model overrides chosen by the main agent.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelOverrides {
+    pub model_provider: Option<String>,
+    pub model: Option<String>,
+    pub reasoning_effort: Option<String>,
+}
+
+/// A queued task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskEnvelope {
+    pub version: u16,
+    pub task_id: String,
+    /// The specialist to run; `None` runs the generic worker.
+    pub agent_name: Option<String>,
+    pub prompt: String,
+    /// JSON object text given by the main agent (`context_json`), if any.
+    pub context_json: Option<String>,
+    pub model_overrides: ModelOverrides,
+    pub limits: TaskLimits,
+    pub owner_id: String,
+    pub channel: String,
+    pub chat_id: Option<i64>,
+    pub user_id: Option<i64>,
+    /// Deliveries after which the task is dead.
+    pub max_attempts: u32,
+}
+
+impl TaskEnvelope {
+    pub fn encode(&self) -> Result<Vec<u8>, ProtocolError> {
+        encode(self)
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Self, ProtocolError> {
+        let envelope: Self = decode(bytes)?;
+        check_version(envelope.version)?;
+        Ok(envelope)
+    }
+}
+
+/// How a task attempt ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskOutcome {
+    Done,
+    Failed,
+    TimedOut,
+    Cancelled,
+}
+
+/// What a worker reports. Every event names the task and the attempt, so the orchestrator applies each one
+/// once and the first terminal event wins.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerEvent {
+    pub version: u16,
+    pub task_id: String,
+    pub attempt: u32,
+    pub worker_id: String,
+    pub kind: WorkerEventKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum WorkerEventKind {
+    Started,
+    Progress {
+        step: u32,
+        tool_names: Vec<String>,
+        total_tokens: u64,
+    },
+    /// Terminal. `text` is the answer on `done`; `error` says what went wrong otherwise.
+    Finished {
+        outcome: TaskOutcome,
+        stop_reason: String,
+        text: Option<String>,
+        error: Option<String>,
+        steps: u32,
+        tool_calls: u32,
+        total_tokens: u64,
+    },
+}
+
+impl WorkerEvent {
+    pub fn new(task_id: &str, attempt: u32, worker_id: &str, kind: WorkerEventKind) -> Self {
+        Self {
+            version: PROTOCOL_VERSION,
+            task_id: task_id.into(),
+            attempt,
+            worker_id: worker_id.into(),
+            kind,
+        }
+    }
+
+    pub fn is_terminal(&self) -> bool {
+        matches!(self.kind, WorkerEventKind::Finished { .. })
+    }
+
+    pub fn encode(&self) -> Result<Vec<u8>, ProtocolError> {
+        encode(self)
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Self, ProtocolError> {
+        let event: Self = decode(bytes)?;
+        check_version(event.version)?;
+        Ok(event)
+    }
+}
+
+/// From the orchestrator to whichever worker runs a task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ControlMessage {
+    pub version: u16,
+    pub task_id: String,
+    pub kind: ControlKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ControlKind {
+    Cancel,
+    /// A message from the main agent, read by the task before its next step.
+    Steer {
+        text: String,
+    },
+}
+
+impl ControlMessage {
+    pub fn new(task_id: &str, kind: ControlKind) -> Self {
+        Self {
+            version: PROTOCOL_VERSION,
+            task_id: task_id.into(),
+            kind,
+        }
+    }
+
+    pub fn encode(&self) -> Result<Vec<u8>, ProtocolError> {
+        encode(self)
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Self, ProtocolError> {
+        let message: Self = decode(bytes)?;
+        check_version(message.version)?;
+        Ok(message)
+    }
+}
+
+fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, ProtocolError> {
+    rmp_serde::to_vec_named(value).map_err(|e| ProtocolError::Encode(e.to_string()))
+}
+
+fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ProtocolError> {
+    rmp_serde::from_slice(bytes).map_err(|e| ProtocolError::Decode(e.to_string()))
+}
+
+fn check_version(found: u16) -> Result<(), ProtocolError> {
+    if found == PROTOCOL_VERSION {
+        Ok(())
+    } else {
+        Err(ProtocolError::Version { found })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn envelope() -> TaskEnvelope {
+        TaskEnvelope {
+            version: PROTOCOL_VERSION,
+            task_id: "t-1".into(),
+            agent_name: Some("researcher".into()),
+            prompt: "find it".into(),
+            context_json: Some("{\"a\":1}".into()),
+            model_overrides: ModelOverrides::default(),
+            limits: TaskLimits {
+                timeout_seconds: 60,
+                max_steps: None,
+                max_tool_calls: Some(5),
+            },
+            owner_id: "primary".into(),
+            channel: "console".into(),
+            chat_id: Some(1),
+            user_id: None,
+            max_attempts: 3,
+        }
+    }
+
+    #[test]
+    fn round_trips() {
+        let original = envelope();
+        assert_eq!(
+            TaskEnvelope::decode(&original.encode().unwrap()).unwrap(),
+            original
+        );
+        let event = WorkerEvent::new(
+            "t-1",
+            2,
+            "w",
+            WorkerEventKind::Finished {
+                outcome: TaskOutcome::Done,
+                stop_reason: "completed".into(),
+                text: Some("ok".into()),
+                error: None,
+                steps: 1,
+                tool_calls: 0,
+                total_tokens: 9,
+            },
+        );
+        assert_eq!(
+            WorkerEvent::decode(&event.encode().unwrap()).unwrap(),
+            event
+        );
+    }
+
+    #[test]
+    fn garbage_and_foreign_versions_are_errors() {
+        assert!(matches!(
+            TaskEnvelope::decode(b"\xc1garbage"),
+            Err(ProtocolError::Decode(_))
+        ));
+        assert!(matches!(
+            TaskEnvelope::decode(b"{\"json\": true}"),
+            Err(ProtocolError::Decode(_))
+        ));
+        let mut future = envelope();
+        future.version = 99;
+        let bytes = rmp_serde::to_vec_named(&future).unwrap();
+        assert!(matches!(
+            TaskEnvelope::decode(&bytes),
+            Err(ProtocolError::Version { found: 99 })
+        ));
+    }
+}

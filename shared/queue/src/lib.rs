@@ -1,0 +1,85 @@
+//! The task queue between the orchestrator and the workers.
+//!
+//! The orchestrator holds a [`TaskQueue`]: it publishes [`TaskEnvelope`]s, sends [`ControlMessage`]s (cancel,
+//! steer) and consumes [`WorkerEvent`]s, acknowledging each once applied. A worker holds a [`WorkQueue`]: it
+//! claims one task at a time, emits events for it, reads its control messages between steps and settles the
+//! claim after the terminal event is stored.
+//!
+//! Delivery is at least once. Every claim counts as an attempt (a lease that expired and a redelivery after a
+//! worker died count too); a claim past the task's `max_attempts` is not handed to the worker: the backend
+//! reports the task as failed (`worker_error`) and drops it. Two backends: [`sqlite::SqliteQueue`] (one WAL
+//! database file shared with local workers) and `amqp::AmqpQueue` (RabbitMQ via lapin).
+
+pub mod sqlite;
+
+use futures_util::future::BoxFuture;
+pub use minibot_protocol::{ControlMessage, TaskEnvelope, WorkerEvent};
+
+#[derive(Debug, thiserror::Error)]
+pub enum QueueError {
+    #[error("queue database error: {0}")]
+    Sqlite(#[from] sqlx::Error),
+    #[error("cannot open queue database {path}: {source}")]
+    Open { path: String, source: sqlx::Error },
+    #[error("broker error: {0}")]
+    Broker(String),
+    #[error(transparent)]
+    Protocol(#[from] minibot_protocol::ProtocolError),
+    #[error("task {task_id}: the lease was lost to another worker")]
+    LeaseLost { task_id: String },
+    #[error("the queue is closed")]
+    Closed,
+}
+
+pub type Result<T> = std::result::Result<T, QueueError>;
+
+/// A worker event taken from the queue; acknowledge it with [`TaskQueue::ack_event`] once applied.
+#[derive(Debug, Clone)]
+pub struct EventDelivery {
+    pub event: WorkerEvent,
+    /// Backend-specific delivery identity.
+    pub tag: u64,
+}
+
+/// A task claimed by a worker.
+#[derive(Debug, Clone)]
+pub struct ClaimedTask {
+    pub envelope: TaskEnvelope,
+    /// 1 for the first delivery.
+    pub attempt: u32,
+    /// Backend-specific claim identity (SQLite lease token, AMQP delivery tag).
+    pub token: String,
+}
+
+/// The orchestrator's side.
+pub trait TaskQueue: Send + Sync {
+    /// Stores the task durably; returns once the queue has it (committed row or publisher confirm).
+    fn publish<'a>(&'a self, task: &'a TaskEnvelope) -> BoxFuture<'a, Result<()>>;
+    /// Delivers a control message to whichever worker runs the task.
+    fn control<'a>(&'a self, message: &'a ControlMessage) -> BoxFuture<'a, Result<()>>;
+    /// Waits for the next worker event.
+    fn next_event(&self) -> BoxFuture<'_, Result<EventDelivery>>;
+    /// Removes an applied event from the queue.
+    fn ack_event(&self, delivery: &EventDelivery) -> BoxFuture<'_, Result<()>>;
+}
+
+/// A worker's side.
+pub trait WorkQueue: Send + Sync {
+    /// Waits for a task and claims it. Tasks past their attempts are failed by the backend, never returned.
+    fn claim(&self) -> BoxFuture<'_, Result<ClaimedTask>>;
+    /// Publishes an event of a claimed task; progress renews the claim. `LeaseLost` means stop working on it.
+    fn emit<'a>(
+        &'a self,
+        task: &'a ClaimedTask,
+        event: &'a WorkerEvent,
+    ) -> BoxFuture<'a, Result<()>>;
+    /// Control messages for the task that arrived since the last call.
+    fn controls<'a>(&'a self, task: &'a ClaimedTask) -> BoxFuture<'a, Result<Vec<ControlMessage>>>;
+    /// Ends the claim after its terminal event was emitted.
+    fn settle<'a>(&'a self, task: &'a ClaimedTask) -> BoxFuture<'a, Result<()>>;
+}
+
+/// The text of the failure a dead task reports.
+pub fn dead_task_error(attempts: u32) -> String {
+    format!("the task was started {attempts} times and no worker finished it; giving up")
+}
