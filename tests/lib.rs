@@ -49,9 +49,7 @@ impl Home {
 
 /// Runs a command on a blocking thread so the scripted server keeps serving meanwhile.
 pub async fn run(mut command: Command) -> Output {
-    tokio::task::spawn_blocking(move || command.output().unwrap())
-        .await
-        .unwrap()
+    tokio::task::spawn_blocking(move || command.output().unwrap()).await.unwrap()
 }
 
 pub fn stdout(output: &Output) -> String {
@@ -60,4 +58,26 @@ pub fn stdout(output: &Output) -> String {
 
 pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).to_string()
+}
+
+/// Processes whose parent is `pid` (from /proc).
+pub fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return out };
+    for entry in entries.flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else { continue };
+        // The command name is in parentheses and may hold spaces; the fields after it are fixed.
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else { continue };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.get(1).and_then(|p| p.parse::<u32>().ok()) == Some(pid) {
+            out.push(child);
+        }
+    }
+    out
+}
+
+/// SIGKILL, as a crash would.
+pub fn kill_hard(pid: u32) {
+    let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
 }

@@ -19,6 +19,8 @@ pub struct Cli {
 pub enum Command {
     /// Chat in the terminal.
     Console(ConsoleArgs),
+    /// Run a task worker (what `minibot-worker` runs; the orchestrator starts local ones itself).
+    Worker,
 }
 
 #[derive(Debug, Args)]

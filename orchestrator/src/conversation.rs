@@ -2,13 +2,11 @@
 //! it, and cancels the turn on `/stop`. Different chats are different actors, so they never wait for each other.
 
 use crate::messages::{
-    Inbound, NOTHING_RUNNING_REPLY, Outbound, Progress, STOPPED_HISTORY_NOTE, STOPPED_REPLY,
-    StopTurn,
+    Inbound, NOTHING_RUNNING_REPLY, Outbound, OutboundRole, Progress, STOPPED_HISTORY_NOTE, STOPPED_REPLY, StopTurn,
 };
 use crate::runtime::Runtime;
 use crate::turn::{Steered, TurnReport, run_turn};
 use actix::prelude::*;
-use minibot_agent::ReplyKind;
 use minibot_store::Role;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -37,16 +35,12 @@ pub struct Conversation {
 
 impl Conversation {
     pub fn new(rt: Arc<Runtime>, channel: ChannelHandle) -> Self {
-        Self {
-            rt,
-            channel,
-            running: None,
-            queue: VecDeque::new(),
-        }
+        Self { rt, channel, running: None, queue: VecDeque::new() }
     }
 
     fn accept(&mut self, inbound: Inbound, ctx: &mut Context<Self>) {
         match &self.running {
+            Some(_) if !inbound.is_steerable() => self.queue.push_back(inbound),
             Some(running) => {
                 if let Ok(mut steered) = running.steered.lock() {
                     steered.push(inbound.clone());
@@ -66,33 +60,15 @@ impl Conversation {
     fn start(&mut self, inbound: Inbound, ctx: &mut Context<Self>) {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let steered: Steered = Arc::new(Mutex::new(Vec::new()));
-        let future = run_turn(
-            self.rt.clone(),
-            inbound.clone(),
-            rx,
-            steered.clone(),
-            self.channel.progress.clone(),
-        );
-        let handle = ctx.spawn(
-            future
-                .into_actor(self)
-                .map(|report, act, ctx| act.finished(report, ctx)),
-        );
-        self.running = Some(Running {
-            inbound,
-            inbox: tx,
-            steered,
-            handle,
-        });
+        let future = run_turn(self.rt.clone(), inbound.clone(), rx, steered.clone(), self.channel.progress.clone());
+        let handle = ctx.spawn(future.into_actor(self).map(|report, act, ctx| act.finished(report, ctx)));
+        self.running = Some(Running { inbound, inbox: tx, steered, handle });
     }
 
     fn finished(&mut self, report: TurnReport, ctx: &mut Context<Self>) {
         if let Some(running) = self.running.take() {
-            let leftover: Vec<Inbound> = running
-                .steered
-                .lock()
-                .map(|s| s.iter().skip(report.consumed).cloned().collect())
-                .unwrap_or_default();
+            let leftover: Vec<Inbound> =
+                running.steered.lock().map(|s| s.iter().skip(report.consumed).cloned().collect()).unwrap_or_default();
             for inbound in leftover.into_iter().rev() {
                 self.queue.push_front(inbound);
             }
@@ -110,14 +86,9 @@ impl Conversation {
     }
 
     fn reply(&self, inbound_channel: &str, chat_id: i64, text: &str, answers: Vec<String>) {
-        self.channel.outbound.do_send(Outbound {
-            channel: inbound_channel.to_string(),
-            chat_id,
-            text: text.to_string(),
-            kind: ReplyKind::Text,
-            answers,
-            is_error: false,
-        });
+        let mut reply = Outbound::text(inbound_channel, chat_id, text, OutboundRole::Answer);
+        reply.answers = answers;
+        self.channel.outbound.do_send(reply);
     }
 }
 
@@ -148,20 +119,11 @@ impl Handler<StopTurn> for Conversation {
 
     fn handle(&mut self, stop: StopTurn, ctx: &mut Context<Self>) {
         let Some(running) = self.running.take() else {
-            self.reply(
-                &stop.channel,
-                stop.chat_id,
-                NOTHING_RUNNING_REPLY,
-                Vec::new(),
-            );
+            self.reply(&stop.channel, stop.chat_id, NOTHING_RUNNING_REPLY, Vec::new());
             return;
         };
         ctx.cancel_future(running.handle);
-        let steered: Vec<Inbound> = running
-            .steered
-            .lock()
-            .map(|s| s.clone())
-            .unwrap_or_default();
+        let steered: Vec<Inbound> = running.steered.lock().map(|s| s.clone()).unwrap_or_default();
         let store = self.rt.store.clone();
         let inbound = running.inbound;
         let session = inbound.session_id();

@@ -10,4 +10,5 @@ pub mod logging;
 pub mod messages;
 pub mod router;
 pub mod runtime;
+pub mod tasks;
 pub mod turn;

@@ -10,11 +10,7 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
 pub fn init(config: &Config, verbose: bool) -> anyhow::Result<()> {
-    let level = config
-        .runtime
-        .log_level
-        .clone()
-        .unwrap_or_else(|| config.logging.log_level.clone());
+    let level = config.runtime.log_level.clone().unwrap_or_else(|| config.logging.log_level.clone());
     let default_directive = match level.to_ascii_lowercase().as_str() {
         "critical" | "error" => "error",
         "warning" | "warn" => "warn",
@@ -23,15 +19,11 @@ pub fn init(config: &Config, verbose: bool) -> anyhow::Result<()> {
         _ => "info",
     };
     let filter = || {
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-            EnvFilter::new(format!(
-                "{default_directive},sqlx=warn,hyper=warn,reqwest=warn"
-            ))
-        })
+        EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| EnvFilter::new(format!("{default_directive},sqlx=warn,hyper=warn,reqwest=warn")))
     };
     let dir = config.resolve_path("logs");
-    std::fs::create_dir_all(&dir)
-        .with_context(|| format!("cannot create log folder {}", dir.display()))?;
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create log folder {}", dir.display()))?;
     let path = dir.join("minibot.log");
     let file = OpenOptions::new()
         .create(true)
@@ -50,11 +42,7 @@ pub fn init(config: &Config, verbose: bool) -> anyhow::Result<()> {
             .with_writer(std::io::stderr)
             .with_filter(filter())
     });
-    tracing_subscriber::registry()
-        .with(file_layer)
-        .with(stderr_layer)
-        .try_init()
-        .ok();
+    tracing_subscriber::registry().with(file_layer).with(stderr_layer).try_init().ok();
     Ok(())
 }
 

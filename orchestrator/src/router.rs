@@ -2,10 +2,9 @@
 //! turns that were pending when the process last stopped.
 
 use crate::conversation::{ChannelHandle, Conversation};
-use crate::messages::{Inbound, NOTHING_RUNNING_REPLY, Outbound, StopTurn, session_id};
+use crate::messages::{Inbound, NOTHING_RUNNING_REPLY, Outbound, OutboundRole, StopTurn, session_id};
 use crate::runtime::Runtime;
 use actix::prelude::*;
-use minibot_agent::ReplyKind;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -30,23 +29,14 @@ pub struct Router {
 
 impl Router {
     pub fn new(rt: Arc<Runtime>) -> Self {
-        Self {
-            rt,
-            channels: HashMap::new(),
-            conversations: HashMap::new(),
-        }
+        Self { rt, channels: HashMap::new(), conversations: HashMap::new() }
     }
 
     fn conversation(&mut self, channel: &str, chat_id: i64) -> Option<Addr<Conversation>> {
         let handle = self.channels.get(channel)?.clone();
         let key = session_id(channel, chat_id);
         let rt = self.rt.clone();
-        Some(
-            self.conversations
-                .entry(key)
-                .or_insert_with(|| Conversation::new(rt, handle).start())
-                .clone(),
-        )
+        Some(self.conversations.entry(key).or_insert_with(|| Conversation::new(rt, handle).start()).clone())
     }
 }
 
@@ -75,6 +65,22 @@ impl Handler<Inbound> for Router {
     }
 }
 
+/// Sends a message to a chat's channel (task results and progress).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Deliver(pub Outbound);
+
+impl Handler<Deliver> for Router {
+    type Result = ();
+
+    fn handle(&mut self, Deliver(message): Deliver, _ctx: &mut Context<Self>) {
+        match self.channels.get(&message.channel) {
+            Some(handle) => handle.outbound.do_send(message),
+            None => tracing::warn!(channel = %message.channel, "no such channel running; message dropped"),
+        }
+    }
+}
+
 impl Handler<StopTurn> for Router {
     type Result = ();
 
@@ -83,14 +89,12 @@ impl Handler<StopTurn> for Router {
         if let Some(conversation) = self.conversations.get(&key) {
             conversation.do_send(stop);
         } else if let Some(handle) = self.channels.get(&stop.channel) {
-            handle.outbound.do_send(Outbound {
-                channel: stop.channel,
-                chat_id: stop.chat_id,
-                text: NOTHING_RUNNING_REPLY.into(),
-                kind: ReplyKind::Text,
-                answers: Vec::new(),
-                is_error: false,
-            });
+            handle.outbound.do_send(Outbound::text(
+                &stop.channel,
+                stop.chat_id,
+                NOTHING_RUNNING_REPLY,
+                OutboundRole::Answer,
+            ));
         }
     }
 }

@@ -1,9 +1,7 @@
 //! What every conversation shares: config, provider, tools, store, prompts and limits. Built once at start-up.
 
 use anyhow::Context;
-use minibot_agent::{
-    Limits, ModelSettings, PromptBuilder, PromptLibrary, ToolPolicy, ToolRegistry,
-};
+use minibot_agent::{Limits, ModelSettings, PromptBuilder, PromptLibrary, ToolPolicy, ToolRegistry};
 use minibot_config::Config;
 use minibot_llm::ChatProvider;
 use minibot_store::Store;
@@ -21,6 +19,8 @@ pub struct Runtime {
     pub limits: Limits,
     /// Show provider error details in replies (log level DEBUG), as MiniBot does.
     pub verbose_errors: bool,
+    /// Background tasks, when `[tasks]` is enabled.
+    pub tasks: Option<Arc<crate::tasks::TaskHub>>,
     prompts: PromptLibrary,
     base_prompt: String,
     channel_prompts: Mutex<HashMap<String, String>>,
@@ -30,31 +30,32 @@ impl Runtime {
     pub async fn build(config: Config) -> anyhow::Result<Arc<Self>> {
         let config = Arc::new(config);
         let endpoint = config.main_llm();
-        let provider = minibot_llm::provider_for(&endpoint)
-            .with_context(|| format!("llm.provider = {}", endpoint.provider))?;
+        let provider =
+            minibot_llm::provider_for(&endpoint).with_context(|| format!("llm.provider = {}", endpoint.provider))?;
         let memory_path = minibot_config::sqlite_path_from_url(&config.memory.sqlite_url)
             .map(|p| config.resolve_path(&p))
             .context("memory.sqlite_url is not a SQLite URL")?;
         let store = Store::open(&memory_path, config.memory.max_history_messages).await?;
 
-        let services = ToolServices {
-            config: config.clone(),
-            store: Some(store.clone()),
-        };
+        let services = ToolServices { config: config.clone(), store: Some(store.clone()) };
         let main = &config.orchestration.main_agent;
         let policy = ToolPolicy::from_lists(&main.tools_allow, &main.tools_deny)
             .context("orchestration.main_agent tool patterns")?;
-        let tools = minibot_tools::main_agent_tools(&services).filtered(&policy);
+        let tasks = if config.tasks.enabled {
+            Some(crate::tasks::TaskHub::open(config.clone(), store.clone()).await?)
+        } else {
+            None
+        };
+        let mut tools = minibot_tools::main_agent_tools(&services);
+        if let Some(hub) = &tasks {
+            minibot_tools::tasks::register(&mut tools, hub.clone(), config.tasks.delegation_mode);
+        }
+        let tools = tools.filtered(&policy);
 
         let prompts = PromptLibrary::new(Some(config.resolve_path(&config.llm.prompts_dir)));
-        let base_prompt = base_prompt(&config, &prompts)?;
+        let base_prompt = minibot_agent::prompt::main_base_prompt(&config, &prompts)?;
         let max_steps = config.llm.max_tool_iterations.max(1);
-        let level = config
-            .runtime
-            .log_level
-            .as_deref()
-            .unwrap_or(&config.logging.log_level)
-            .to_ascii_lowercase();
+        let level = config.runtime.log_level.as_deref().unwrap_or(&config.logging.log_level).to_ascii_lowercase();
         Ok(Arc::new(Self {
             model: ModelSettings {
                 model: endpoint.model.clone(),
@@ -71,6 +72,7 @@ impl Runtime {
                 timeout: Duration::from_secs(config.runtime.agent_timeout_seconds.max(1)),
             },
             verbose_errors: level == "debug" || level == "trace",
+            tasks,
             prompts,
             base_prompt,
             channel_prompts: Mutex::new(HashMap::new()),
@@ -80,16 +82,22 @@ impl Runtime {
 
     /// The main agent's system prompt for a channel, composed once per channel.
     pub fn system_prompt(&self, channel: &str) -> String {
-        let mut cache = self
-            .channel_prompts
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut cache = self.channel_prompts.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         cache
             .entry(channel.to_string())
             .or_insert_with(|| {
                 let mut builder = PromptBuilder::new(self.base_prompt.clone());
                 for policy in self.prompts.policies().unwrap_or_default() {
                     builder.push(policy);
+                }
+                let delegation_visible = self.tools.get("delegate").is_some() || self.tools.get("spawn_task").is_some();
+                if delegation_visible {
+                    if let Ok(Some(policy)) = self.prompts.get("delegation.md") {
+                        builder.push(policy);
+                    }
+                    if let Some(roster) = self.tasks.as_ref().and_then(|hub| hub.roster_prompt()) {
+                        builder.push(roster);
+                    }
                 }
                 if let Ok(Some(fragment)) = self.prompts.get(&format!("channels/{channel}.md")) {
                     builder.push(fragment);
@@ -101,9 +109,7 @@ impl Runtime {
     }
 
     fn environment_fragment(&self) -> String {
-        let cwd = std::env::current_dir()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default();
+        let cwd = std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_default();
         format!(
             "Environment: minibot {} (Rust). Working directory: {cwd}. Config: {}.",
             env!("CARGO_PKG_VERSION"),
@@ -112,27 +118,28 @@ impl Runtime {
     }
 }
 
-/// `[llm].system_prompt_file` when set (it must exist), else `<prompts_dir>/main_agent_system.md` when present,
-/// else `[llm].system_prompt` when set, else the built-in prompt.
-fn base_prompt(config: &Config, prompts: &PromptLibrary) -> anyhow::Result<String> {
-    if let Some(file) = &config.llm.system_prompt_file {
-        let path = config.resolve_path(file);
-        return minibot_agent::prompt::read(&path)
-            .map_err(|e| anyhow::anyhow!("llm.system_prompt_file: {e}"));
+impl Runtime {
+    /// Task ids the turn handed off (its reply says so, and `--once` waits for them).
+    pub fn take_handoffs(&self, turn_id: &str) -> Vec<String> {
+        self.tasks.as_ref().map(|hub| hub.take_handoffs(turn_id)).unwrap_or_default()
     }
-    let override_path = config
-        .resolve_path(&config.llm.prompts_dir)
-        .join("main_agent_system.md");
-    if override_path.is_file() {
-        return Ok(minibot_agent::prompt::read(&override_path)?);
+
+    /// Connects background tasks to the router: the coordinator starts consuming worker events, and with the
+    /// SQLite backend `worker` starts the local worker processes.
+    pub fn start_tasks(
+        &self,
+        router: &actix::Addr<crate::router::Router>,
+        worker: Option<crate::tasks::WorkerCommand>,
+    ) {
+        use actix::Actor as _;
+        let Some(hub) = &self.tasks else { return };
+        hub.attach(router.clone());
+        crate::tasks::coordinator::TaskCoordinator::new(hub.clone()).start();
+        let count = self.config.tasks.local_workers;
+        if let (Some(command), minibot_config::TaskBackend::Sqlite, true) =
+            (worker, self.config.tasks.backend, count > 0)
+        {
+            crate::tasks::local_workers::LocalWorkers::new(hub.clone(), command, count).start();
+        }
     }
-    if let Some(prompt) = config
-        .llm
-        .system_prompt
-        .as_ref()
-        .filter(|p| !p.trim().is_empty())
-    {
-        return Ok(prompt.clone());
-    }
-    Ok(prompts.get("main_agent_system.md")?.unwrap_or_default())
 }

@@ -1,7 +1,7 @@
 //! One main-agent turn: load history, run the agent loop, store the turn, produce the reply.
 //! Plain async code; the conversation actor owns scheduling and cancellation.
 
-use crate::messages::{Inbound, Outbound, Progress};
+use crate::messages::{Inbound, Outbound, OutboundRole, Progress};
 use crate::runtime::Runtime;
 use actix::Recipient;
 use minibot_agent::{AgentError, AgentEvent, AgentRun, ReplyKind, ToolContext};
@@ -34,13 +34,15 @@ pub async fn run_turn(
         kind,
         answers,
         is_error,
+        role: OutboundRole::Answer,
+        task_id: inbound.source.as_ref().map(|s| s.task_id.clone()),
+        task_handoff: rt.take_handoffs(&inbound.event_id),
     };
     let history = match rt.store.history(&session).await {
         Ok(history) => history,
         Err(error) => {
             tracing::error!(session = %session, error = %error, "cannot read history");
-            let text =
-                format!("Sorry, I couldn't answer right now: the history store failed ({error}).");
+            let text = format!("Sorry, I couldn't answer right now: the history store failed ({error}).");
             return TurnReport {
                 reply: reply(text, ReplyKind::Text, vec![inbound.event_id.clone()], true),
                 consumed: 0,
@@ -56,11 +58,7 @@ pub async fn run_turn(
         .collect();
     let (channel, chat_id) = (inbound.channel.clone(), inbound.chat_id);
     let on_event = move |event: AgentEvent| {
-        progress.do_send(Progress {
-            channel: channel.clone(),
-            chat_id,
-            event,
-        });
+        progress.do_send(Progress { channel: channel.clone(), chat_id, event });
     };
     let context = ToolContext {
         session_id: session.clone(),
@@ -69,6 +67,8 @@ pub async fn run_turn(
         user_id: inbound.user_id,
         owner_id: rt.config.runtime.owner_id.clone(),
         call_id: String::new(),
+        turn_id: inbound.event_id.clone(),
+        task_depth: inbound.source.as_ref().map_or(0, |s| s.depth),
     };
     let run = AgentRun {
         provider: rt.provider.as_ref(),
@@ -88,11 +88,7 @@ pub async fn run_turn(
         Ok(outcome) => {
             let consumed = outcome.steered.len().min(steered_now.len());
             let mut entries: Vec<(Role, &str)> = vec![(Role::User, inbound.text.as_str())];
-            entries.extend(
-                steered_now[..consumed]
-                    .iter()
-                    .map(|s| (Role::User, s.text.as_str())),
-            );
+            entries.extend(steered_now[..consumed].iter().map(|s| (Role::User, s.text.as_str())));
             entries.push((Role::Assistant, outcome.answer.as_str()));
             let mut ids: Vec<&str> = vec![inbound.event_id.as_str()];
             ids.extend(steered_now[..consumed].iter().map(|s| s.event_id.as_str()));
@@ -109,10 +105,7 @@ pub async fn run_turn(
                 "turn finished"
             );
             let answers = ids.iter().map(|id| (*id).to_string()).collect();
-            TurnReport {
-                reply: reply(outcome.answer, outcome.reply_kind, answers, false),
-                consumed,
-            }
+            TurnReport { reply: reply(outcome.answer, outcome.reply_kind, answers, false), consumed }
         }
         Err(error) => {
             tracing::error!(session = %session, error = %error, "turn failed");
@@ -124,15 +117,7 @@ pub async fn run_turn(
                 }
             }
             let consumed = steered_now.len();
-            TurnReport {
-                reply: reply(
-                    error_reply(&error, rt.verbose_errors),
-                    ReplyKind::Text,
-                    ids,
-                    true,
-                ),
-                consumed,
-            }
+            TurnReport { reply: reply(error_reply(&error, rt.verbose_errors), ReplyKind::Text, ids, true), consumed }
         }
     }
 }
@@ -153,14 +138,10 @@ pub fn error_reply(error: &AgentError, verbose: bool) -> String {
             }
             LlmError::Connect { .. } => "the model provider cannot be reached",
             LlmError::Timeout(_) => "the model provider did not answer in time",
-            LlmError::RateLimited { .. } => {
-                "the model provider is rate limiting requests; try again in a minute"
-            }
+            LlmError::RateLimited { .. } => "the model provider is rate limiting requests; try again in a minute",
             LlmError::Server { .. } => "the model provider failed",
             LlmError::Unauthorized { .. } => "the model provider rejected the API key",
-            LlmError::ContextLength(_) => {
-                "the conversation is too long for the model; trim the history"
-            }
+            LlmError::ContextLength(_) => "the conversation is too long for the model; trim the history",
             LlmError::BadRequest { .. } => "the model provider rejected the request",
             LlmError::InvalidResponse(_) | LlmError::EmptyResponse => {
                 "the model provider sent a response that is not valid"

@@ -37,10 +37,7 @@ fn two_call_script(text: &str) -> Script {
     Script::new(
         text,
         vec![
-            Reply::tools_raw(&[
-                ("calculate_expression", r#"{"expression":"12345*6789"}"#),
-                ("current_datetime", "{}"),
-            ]),
+            Reply::tools_raw(&[("calculate_expression", r#"{"expression":"12345*6789"}"#), ("current_datetime", "{}")]),
             Reply::text("83810205"),
         ],
     )
@@ -94,6 +91,7 @@ fn main() {
             let mut command = home.minibot(&["console", "--once", &format!("cold {i}")]);
             let (elapsed, rss) = tokio::task::spawn_blocking(move || {
                 let started = Instant::now();
+                #[expect(clippy::zombie_processes, reason = "wait_rss reaps the child with wait4")]
                 let child = command.stdout(std::process::Stdio::null()).spawn().unwrap();
                 let rss = wait_rss(child.id() as i32);
                 (started.elapsed(), rss)

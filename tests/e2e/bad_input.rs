@@ -14,29 +14,18 @@ async fn fails_with(config_text: &str, expected: &[&str]) {
 
 #[tokio::test]
 async fn unknown_key_is_named() {
-    fails_with(
-        "[llm]\napi_key = \"k\"\nmodle = \"gpt-4o\"\n",
-        &["modle", "llm"],
-    )
-    .await;
+    fails_with("[llm]\napi_key = \"k\"\nmodle = \"gpt-4o\"\n", &["modle", "llm"]).await;
 }
 
 #[tokio::test]
 async fn unknown_section_is_named() {
-    fails_with(
-        "[telegram]\nbot_token = \"x\"\n",
-        &["unknown section [telegram]"],
-    )
-    .await;
+    fails_with("[telegram]\nbot_token = \"x\"\n", &["unknown section [telegram]"]).await;
 }
 
 #[tokio::test]
 async fn unset_variable_names_variable_and_key() {
-    fails_with(
-        "[llm]\napi_key = \"${MINIBOT_E2E_UNSET_VARIABLE}\"\n",
-        &["MINIBOT_E2E_UNSET_VARIABLE", "llm.api_key"],
-    )
-    .await;
+    fails_with("[llm]\napi_key = \"${MINIBOT_E2E_UNSET_VARIABLE}\"\n", &["MINIBOT_E2E_UNSET_VARIABLE", "llm.api_key"])
+        .await;
 }
 
 #[tokio::test]
@@ -46,19 +35,12 @@ async fn malformed_toml_names_the_line() {
     let output = run(home.minibot(&["console", "--once", "hi"])).await;
     assert_eq!(output.status.code(), Some(2));
     let err = stderr(&output);
-    assert!(
-        err.contains("config.toml") && err.contains("line 2"),
-        "{err}"
-    );
+    assert!(err.contains("config.toml") && err.contains("line 2"), "{err}");
 }
 
 #[tokio::test]
 async fn missing_api_key_says_what_to_set() {
-    fails_with(
-        "[llm]\nmodel = \"gpt-4o-mini\"\n",
-        &["llm.api_key", "OPENAI_API_KEY"],
-    )
-    .await;
+    fails_with("[llm]\nmodel = \"gpt-4o-mini\"\n", &["llm.api_key", "OPENAI_API_KEY"]).await;
 }
 
 #[tokio::test]
@@ -67,9 +49,5 @@ async fn explicit_missing_config_file_is_an_error() {
     std::fs::remove_file(home.config()).unwrap();
     let output = run(home.minibot(&["console", "--once", "hi"])).await;
     assert_eq!(output.status.code(), Some(2));
-    assert!(
-        stderr(&output).contains("config.toml"),
-        "{}",
-        stderr(&output)
-    );
+    assert!(stderr(&output).contains("config.toml"), "{}", stderr(&output));
 }

@@ -18,10 +18,7 @@ async fn once_answers_with_two_tool_calls() {
     let llm = ScriptedLlm::start(vec![Script::new(
         "what is 12345*6789?",
         vec![
-            Reply::tools_raw(&[
-                ("calculate_expression", r#"{"expression":"12345*6789"}"#),
-                ("current_datetime", "{}"),
-            ]),
+            Reply::tools_raw(&[("calculate_expression", r#"{"expression":"12345*6789"}"#), ("current_datetime", "{}")]),
             Reply::text("12345*6789 = 83810205"),
         ],
     )])
@@ -30,11 +27,7 @@ async fn once_answers_with_two_tool_calls() {
     let output = run(home.minibot(&["console", "--once", "what is 12345*6789?"])).await;
     assert!(output.status.success(), "stderr: {}", stderr(&output));
     assert_eq!(stdout(&output), "12345*6789 = 83810205\n");
-    assert!(
-        stderr(&output).contains("running calculate_expression"),
-        "{}",
-        stderr(&output)
-    );
+    assert!(stderr(&output).contains("running calculate_expression"), "{}", stderr(&output));
 
     let requests = llm.requests();
     assert_eq!(requests.len(), 2);
@@ -43,90 +36,41 @@ async fn once_answers_with_two_tool_calls() {
     let messages = first["messages"].as_array().unwrap();
     assert_eq!(messages[0]["role"], "system");
     assert!(messages[0]["content"].as_str().unwrap().contains("Minibot"));
-    assert_eq!(
-        user_messages(first),
-        ["what is 12345*6789?"],
-        "the user message is sent once"
-    );
-    let tools: Vec<&str> = first["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["function"]["name"].as_str().unwrap())
-        .collect();
-    assert!(
-        tools.contains(&"calculate_expression") && tools.contains(&"current_datetime"),
-        "{tools:?}"
-    );
-    let calculator = first["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["function"]["name"] == "calculate_expression")
-        .unwrap();
-    assert_eq!(
-        calculator["function"]["parameters"]["required"][0],
-        "expression"
-    );
-    let results: Vec<&Value> = requests[1]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .collect();
+    assert_eq!(user_messages(first), ["what is 12345*6789?"], "the user message is sent once");
+    let tools: Vec<&str> =
+        first["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
+    assert!(tools.contains(&"calculate_expression") && tools.contains(&"current_datetime"), "{tools:?}");
+    let calculator =
+        first["tools"].as_array().unwrap().iter().find(|t| t["function"]["name"] == "calculate_expression").unwrap();
+    assert_eq!(calculator["function"]["parameters"]["required"][0], "expression");
+    let results: Vec<&Value> =
+        requests[1]["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "tool").collect();
     assert_eq!(results.len(), 2);
     assert!(results[0]["content"].as_str().unwrap().contains("83810205"));
-    assert!(
-        results[1]["content"]
-            .as_str()
-            .unwrap()
-            .contains("timestamp")
-    );
+    assert!(results[1]["content"].as_str().unwrap().contains("timestamp"));
 
     // The next run in the same chat sees the earlier exchange once.
-    llm.add_script(Script::new(
-        "and divided by 5?",
-        vec![Reply::text("16762041")],
-    ));
+    llm.add_script(Script::new("and divided by 5?", vec![Reply::text("16762041")]));
     let output = run(home.minibot(&["console", "--once", "and divided by 5?"])).await;
     assert_eq!(stdout(&output), "16762041\n");
     let last = llm.requests().pop().unwrap();
-    assert_eq!(
-        user_messages(&last),
-        ["what is 12345*6789?", "and divided by 5?"]
-    );
-    let assistants: Vec<&Value> = last["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "assistant")
-        .collect();
+    assert_eq!(user_messages(&last), ["what is 12345*6789?", "and divided by 5?"]);
+    let assistants: Vec<&Value> =
+        last["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "assistant").collect();
     assert_eq!(assistants.len(), 1);
     assert_eq!(assistants[0]["content"], "12345*6789 = 83810205");
 }
 
 #[tokio::test]
 async fn once_reads_the_message_from_stdin() {
-    let llm = ScriptedLlm::start(vec![Script::new(
-        "from a pipe",
-        vec![Reply::text("piped ok")],
-    )])
-    .await;
+    let llm = ScriptedLlm::start(vec![Script::new("from a pipe", vec![Reply::text("piped ok")])]).await;
     let home = Home::new(&llm.base_url(), "");
     let mut command = home.minibot(&["console", "--once", "-"]);
-    command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let output = tokio::task::spawn_blocking(move || {
         let mut child = command.spawn().unwrap();
         use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(b"from a pipe\n")
-            .unwrap();
+        child.stdin.take().unwrap().write_all(b"from a pipe\n").unwrap();
         child.wait_with_output().unwrap()
     })
     .await
@@ -137,10 +81,7 @@ async fn once_reads_the_message_from_stdin() {
 #[tokio::test]
 async fn a_turn_killed_mid_flight_is_answered_after_restart() {
     let llm = ScriptedLlm::start(vec![
-        Script::new(
-            "survive a crash",
-            vec![Reply::text("answered after the crash")],
-        ),
+        Script::new("survive a crash", vec![Reply::text("answered after the crash")]),
         Script::new("hello again", vec![Reply::text("hi")]),
     ])
     .await;
@@ -163,22 +104,14 @@ async fn a_turn_killed_mid_flight_is_answered_after_restart() {
     let output = run(home.minibot(&["console", "--once", "hello again"])).await;
     assert!(output.status.success(), "stderr: {}", stderr(&output));
     assert_eq!(stdout(&output), "hi\n");
-    assert!(
-        stderr(&output).contains("answered after the crash"),
-        "{}",
-        stderr(&output)
-    );
+    assert!(stderr(&output).contains("answered after the crash"), "{}", stderr(&output));
 }
 
 #[tokio::test]
 async fn worker_checks_its_config() {
     let home = Home::new("http://127.0.0.1:9/v1", "");
     let output = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(binary("minibot-worker"))
-            .arg("--config")
-            .arg(home.config())
-            .output()
-            .unwrap()
+        std::process::Command::new(binary("minibot-worker")).arg("--config").arg(home.config()).output().unwrap()
     })
     .await
     .unwrap();

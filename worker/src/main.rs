@@ -1,5 +1,4 @@
-//! `minibot-worker`: runs specialist agents for tasks the orchestrator queues. This version checks its config and
-//! says what it would serve; consuming tasks arrives with the task queue.
+//! `minibot-worker`: consumes tasks from the configured queue and runs them. Start any number of them.
 
 use clap::Parser;
 use minibot_config::Config;
@@ -13,23 +12,45 @@ struct Cli {
     /// Config file (default: $MINIBOT_CONFIG, then ./config.toml).
     #[arg(long, value_name = "PATH")]
     config: Option<PathBuf>,
+    /// Also log to stderr.
+    #[arg(long, short)]
+    verbose: bool,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match Config::load(cli.config.as_deref()) {
-        Ok(config) => {
-            println!(
-                "minibot-worker: config {} is valid (tasks backend: {}). This version does not consume tasks yet; \
-                 task processing arrives with the task queue.",
-                config.origin(),
-                config.tasks.backend.as_str()
-            );
-            ExitCode::SUCCESS
-        }
+    let config = match Config::load(cli.config.as_deref()) {
+        Ok(config) => config,
         Err(error) => {
             eprintln!("minibot-worker: {error}");
-            ExitCode::from(2)
+            return ExitCode::from(2);
+        }
+    };
+    init_logging(cli.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("minibot-worker: cannot start the runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(minibot_worker::run(config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("minibot-worker: {error:#}");
+            ExitCode::FAILURE
         }
     }
+}
+
+fn init_logging(verbose: bool) {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(if verbose { "info,sqlx=warn" } else { "warn" }));
+    let layer = tracing_subscriber::fmt::layer()
+        .event_format(tracing_logfmt::EventsFormatter::default())
+        .fmt_fields(tracing_logfmt::FieldsFormatter::default())
+        .with_writer(std::io::stderr);
+    tracing_subscriber::registry().with(filter).with(layer).try_init().ok();
 }

@@ -5,7 +5,7 @@
 //! turn; Ctrl-C at an idle prompt twice exits.
 
 use crate::conversation::ChannelHandle;
-use crate::messages::{Inbound, Outbound, Progress, StopTurn};
+use crate::messages::{Inbound, Outbound, OutboundRole, Progress, StopTurn};
 use crate::router::{RegisterChannel, Router};
 use actix::prelude::*;
 use minibot_agent::{AgentEvent, ReplyKind};
@@ -13,7 +13,7 @@ use std::collections::HashSet;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
 pub const CHANNEL: &str = "console";
 
@@ -51,36 +51,52 @@ impl Screen for PlainScreen {
     }
 }
 
+/// How a `--once` run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnceStatus {
+    /// The answer is printed and background tasks it started are still running (wait at most this long).
+    WaitingForTasks(Duration),
+    /// Everything is answered; exit with this code.
+    Done(i32),
+}
+
+/// `--once`: the message whose answer ends the run, and the tasks that answer handed off.
+struct Once {
+    event_id: String,
+    answered: bool,
+    code: i32,
+    tasks: HashSet<String>,
+    status: mpsc::UnboundedSender<OnceStatus>,
+}
+
 pub struct Console {
     chat_id: i64,
     screen: Box<dyn Screen>,
     awaiting: Awaiting,
-    /// With `--once`: the message whose answer ends the run, and where to report the exit code.
-    once: Option<(String, oneshot::Sender<i32>)>,
+    once: Option<Once>,
+    /// How long a background task may take, for `--once` waiting.
+    task_timeout: Duration,
 }
 
 impl Console {
     pub fn new(chat_id: i64, screen: Box<dyn Screen>, awaiting: Awaiting) -> Self {
-        Self {
-            chat_id,
-            screen,
-            awaiting,
-            once: None,
-        }
+        Self { chat_id, screen, awaiting, once: None, task_timeout: Duration::from_secs(1800 + 60) }
     }
 
-    pub fn with_once(mut self, event_id: String, done: oneshot::Sender<i32>) -> Self {
-        self.once = Some((event_id, done));
+    pub fn with_once(mut self, event_id: String, status: mpsc::UnboundedSender<OnceStatus>) -> Self {
+        self.once = Some(Once { event_id, answered: false, code: 0, tasks: HashSet::new(), status });
+        self
+    }
+
+    pub fn with_task_timeout(mut self, timeout: Duration) -> Self {
+        self.task_timeout = timeout;
         self
     }
 
     pub fn register(addr: &Addr<Self>, router: &Addr<Router>) {
         router.do_send(RegisterChannel {
             name: CHANNEL.into(),
-            handle: ChannelHandle {
-                outbound: addr.clone().recipient(),
-                progress: addr.clone().recipient(),
-            },
+            handle: ChannelHandle { outbound: addr.clone().recipient(), progress: addr.clone().recipient() },
         });
     }
 }
@@ -104,21 +120,36 @@ impl Handler<Outbound> for Console {
                 awaiting.remove(id);
             }
         }
-        let finishes_once = self
-            .once
-            .as_ref()
-            .is_some_and(|(id, _)| out.answers.contains(id));
-        if self.once.is_some() && !finishes_once && !out.answers.is_empty() {
-            self.screen.notice(&format!(
-                "(answer to a message interrupted by a restart)\n{}",
-                out.text
-            ));
+        if out.role == OutboundRole::Progress {
+            self.screen.notice(&out.text);
+            return;
+        }
+        let Some(once) = self.once.as_mut() else {
+            self.screen.answer(&out.text);
+            return;
+        };
+        let answers_once = out.answers.contains(&once.event_id);
+        let follows_task = out.task_id.as_ref().is_some_and(|id| once.tasks.remove(id));
+        if !answers_once && !follows_task {
+            if !out.answers.is_empty() {
+                self.screen.notice(&format!("(answer to a message interrupted by a restart)\n{}", out.text));
+            }
             return;
         }
         self.screen.answer(&out.text);
-        if finishes_once && let Some((_, done)) = self.once.take() {
-            let _ = done.send(if out.is_error { 1 } else { 0 });
+        if answers_once {
+            once.answered = true;
+            once.code = i32::from(out.is_error);
+        } else if out.is_error {
+            once.code = 1;
         }
+        once.tasks.extend(out.task_handoff.iter().cloned());
+        let status = if once.answered && once.tasks.is_empty() {
+            OnceStatus::Done(once.code)
+        } else {
+            OnceStatus::WaitingForTasks(self.task_timeout)
+        };
+        let _ = once.status.send(status);
     }
 }
 
@@ -150,10 +181,7 @@ pub fn spawn_repl(
             match line.trim() {
                 "" => {}
                 "/exit" | "/quit" => return false,
-                "/stop" => router.do_send(StopTurn {
-                    channel: CHANNEL.into(),
-                    chat_id,
-                }),
+                "/stop" => router.do_send(StopTurn { channel: CHANNEL.into(), chat_id }),
                 text => {
                     let inbound = Inbound::new(CHANNEL, chat_id, Some(user_id), text);
                     if let Ok(mut awaiting) = awaiting.lock() {
@@ -165,19 +193,11 @@ pub fn spawn_repl(
             true
         }
     };
-    let editor = if plain {
-        None
-    } else {
-        rustyline::DefaultEditor::new().ok()
-    };
+    let editor = if plain { None } else { rustyline::DefaultEditor::new().ok() };
     let Some(mut editor) = editor else {
         std::thread::spawn(move || {
             let mut line = String::new();
-            while std::io::stdin()
-                .read_line(&mut line)
-                .map(|n| n > 0)
-                .unwrap_or(false)
-            {
+            while std::io::stdin().read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
                 if !send(&line) {
                     break;
                 }
@@ -204,13 +224,9 @@ pub fn spawn_repl(
                 Err(rustyline::error::ReadlineError::Interrupted) => {
                     let busy = awaiting.lock().map(|a| !a.is_empty()).unwrap_or(false);
                     if busy {
-                        router.do_send(StopTurn {
-                            channel: CHANNEL.into(),
-                            chat_id,
-                        });
+                        router.do_send(StopTurn { channel: CHANNEL.into(), chat_id });
                         last_interrupt = None;
-                    } else if last_interrupt.is_some_and(|at| at.elapsed() < Duration::from_secs(3))
-                    {
+                    } else if last_interrupt.is_some_and(|at| at.elapsed() < Duration::from_secs(3)) {
                         break;
                     } else {
                         eprintln!("(press Ctrl-C again to exit, or type /exit)");
@@ -239,10 +255,7 @@ pub fn watch_interrupts(router: Addr<Router>, chat_id: i64, awaiting: Awaiting) 
             if busy && !stop_sent {
                 stop_sent = true;
                 eprintln!("(stopping; press Ctrl-C again to exit)");
-                router.do_send(StopTurn {
-                    channel: CHANNEL.into(),
-                    chat_id,
-                });
+                router.do_send(StopTurn { channel: CHANNEL.into(), chat_id });
             } else {
                 std::process::exit(130);
             }
@@ -262,9 +275,5 @@ fn strip_tags(html: &str) -> String {
             _ => {}
         }
     }
-    out.replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&#39;", "'")
-        .replace("&amp;", "&")
+    out.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&#39;", "'").replace("&amp;", "&")
 }

@@ -59,28 +59,15 @@ impl Harness {
         let router = Router::new(runtime.clone()).start();
         let (out_tx, replies) = unbounded_channel();
         let (progress_tx, progress) = unbounded_channel();
-        let channel = TestChannel {
-            outbound: out_tx,
-            progress: progress_tx,
-        }
-        .start();
+        let channel = TestChannel { outbound: out_tx, progress: progress_tx }.start();
         router
             .send(RegisterChannel {
                 name: "test".into(),
-                handle: ChannelHandle {
-                    outbound: channel.clone().recipient(),
-                    progress: channel.recipient(),
-                },
+                handle: ChannelHandle { outbound: channel.clone().recipient(), progress: channel.recipient() },
             })
             .await
             .unwrap();
-        Self {
-            router,
-            runtime,
-            replies,
-            progress,
-            _dir: dir,
-        }
+        Self { router, runtime, replies, progress, _dir: dir }
     }
 
     pub fn send(&self, chat_id: i64, text: &str) -> Inbound {
@@ -97,13 +84,6 @@ impl Harness {
     }
 
     pub async fn history(&self, chat_id: i64) -> Vec<String> {
-        self.runtime
-            .store
-            .history(&format!("test:{chat_id}"))
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|m| m.content)
-            .collect()
+        self.runtime.store.history(&format!("test:{chat_id}")).await.unwrap().into_iter().map(|m| m.content).collect()
     }
 }

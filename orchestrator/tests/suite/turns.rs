@@ -31,20 +31,11 @@ async fn two_chats_run_concurrently_while_one_chat_stays_in_order() {
         }
     }
     let chat_two_at = chat_two_at.unwrap();
-    assert!(
-        chat_two_at < Duration::from_millis(900),
-        "chat two waited for chat one: {chat_two_at:?}"
-    );
+    assert!(chat_two_at < Duration::from_millis(900), "chat two waited for chat one: {chat_two_at:?}");
     // Chat one's messages were handled one after the other, first before second.
     let history = h.history(1).await;
-    let first = history
-        .iter()
-        .position(|m| m == "first of one")
-        .expect("first stored");
-    let second = history
-        .iter()
-        .position(|m| m == "second of one")
-        .expect("second stored");
+    let first = history.iter().position(|m| m == "first of one").expect("first stored");
+    let second = history.iter().position(|m| m == "second of one").expect("second stored");
     assert!(first < second, "{history:?}");
     for request in llm.requests() {
         let users: Vec<String> = request["messages"]
@@ -55,10 +46,7 @@ async fn two_chats_run_concurrently_while_one_chat_stays_in_order() {
             .map(|m| m["content"].as_str().unwrap().to_string())
             .collect();
         if let Some(s) = users.iter().position(|u| u == "second of one") {
-            assert!(
-                users[..s].contains(&"first of one".to_string()),
-                "order kept: {users:?}"
-            );
+            assert!(users[..s].contains(&"first of one".to_string()), "order kept: {users:?}");
         }
     }
 }
@@ -89,39 +77,18 @@ async fn tool_calls_run_and_results_go_back_to_the_model() {
     assert_eq!(started, ["calculate_expression", "current_datetime"]);
     let requests = llm.requests();
     assert_eq!(requests.len(), 2);
-    let tool_messages: Vec<&serde_json::Value> = requests[1]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .collect();
+    let tool_messages: Vec<&serde_json::Value> =
+        requests[1]["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "tool").collect();
     assert_eq!(tool_messages.len(), 2);
-    assert!(
-        tool_messages[0]["content"]
-            .as_str()
-            .unwrap()
-            .contains("\"83810205\"")
-    );
+    assert!(tool_messages[0]["content"].as_str().unwrap().contains("\"83810205\""));
     let year = chrono_year();
-    assert!(
-        tool_messages[1]["content"]
-            .as_str()
-            .unwrap()
-            .contains(&year)
-    );
-    assert_eq!(
-        h.history(1).await,
-        ["what is 12345*6789?", "It is 83810205."]
-    );
+    assert!(tool_messages[1]["content"].as_str().unwrap().contains(&year));
+    assert_eq!(h.history(1).await, ["what is 12345*6789?", "It is 83810205."]);
 }
 
 fn chrono_year() -> String {
     // The year from the system clock without another dependency: `date +%Y`.
-    let out = std::process::Command::new("date")
-        .arg("-u")
-        .arg("+%Y")
-        .output()
-        .unwrap();
+    let out = std::process::Command::new("date").arg("-u").arg("+%Y").output().unwrap();
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
@@ -130,10 +97,7 @@ async fn invalid_tool_arguments_and_unknown_tools_are_answered_to_the_model() {
     let llm = ScriptedLlm::start(vec![Script::new(
         "compute please",
         vec![
-            Reply::tools_raw(&[
-                ("calculate_expression", r#"{"expression": "#),
-                ("no_such_tool", "{}"),
-            ]),
+            Reply::tools_raw(&[("calculate_expression", r#"{"expression": "#), ("no_such_tool", "{}")]),
             Reply::text("Sorry, let me explain instead."),
         ],
     )])
@@ -181,59 +145,35 @@ async fn provider_errors_are_retried_and_garbage_is_reported_without_stopping() 
 
 #[actix::test]
 async fn stop_cancels_the_running_turn() {
-    let llm = ScriptedLlm::start(vec![
-        Script::new("slow job", vec![Reply::text("too late")]).delay(Duration::from_secs(5)),
-    ])
-    .await;
+    let llm =
+        ScriptedLlm::start(vec![Script::new("slow job", vec![Reply::text("too late")]).delay(Duration::from_secs(5))])
+            .await;
     let mut h = Harness::start(&llm.base_url(), "").await;
     h.send(1, "slow job");
     tokio::time::sleep(Duration::from_millis(300)).await;
     let started = Instant::now();
-    h.router.do_send(StopTurn {
-        channel: "test".into(),
-        chat_id: 1,
-    });
+    h.router.do_send(StopTurn { channel: "test".into(), chat_id: 1 });
     let reply = h.reply().await;
     assert_eq!(reply.text, "Stopped.");
     assert!(started.elapsed() < Duration::from_secs(2));
     assert_eq!(h.history(1).await, ["slow job", STOPPED_HISTORY_NOTE]);
-    h.router.do_send(StopTurn {
-        channel: "test".into(),
-        chat_id: 1,
-    });
+    h.router.do_send(StopTurn { channel: "test".into(), chat_id: 1 });
     assert_eq!(h.reply().await.text, "Nothing is running.");
 }
 
 #[actix::test]
 async fn pending_turns_are_replayed_after_a_restart() {
-    let llm = ScriptedLlm::start(vec![Script::new(
-        "interrupted",
-        vec![Reply::text("done now")],
-    )])
-    .await;
+    let llm = ScriptedLlm::start(vec![Script::new("interrupted", vec![Reply::text("done now")])]).await;
     let dir = tempfile::tempdir().unwrap();
     {
         // A previous process accepted the message and died before answering.
-        let store = minibot_store::Store::open(&dir.path().join("data/minibot.db"), None)
-            .await
-            .unwrap();
+        let store = minibot_store::Store::open(&dir.path().join("data/minibot.db"), None).await.unwrap();
         let inbound = Inbound::new("test", 3, Some(7), "interrupted");
-        store
-            .mark_pending(
-                &inbound.event_id,
-                "test:3",
-                &serde_json::to_string(&inbound).unwrap(),
-            )
-            .await
-            .unwrap();
+        store.mark_pending(&inbound.event_id, "test:3", &serde_json::to_string(&inbound).unwrap()).await.unwrap();
         store.close().await;
     }
     let mut h = Harness::start_in(dir, &llm.base_url(), "").await;
-    let replayed = h
-        .router
-        .send(minibot_orchestrator::router::ReplayPending)
-        .await
-        .unwrap();
+    let replayed = h.router.send(minibot_orchestrator::router::ReplayPending).await.unwrap();
     assert_eq!(replayed.len(), 1);
     assert_eq!(h.reply().await.text, "done now");
     assert_eq!(h.history(3).await, ["interrupted", "done now"]);

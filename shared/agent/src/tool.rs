@@ -19,6 +19,10 @@ pub struct ToolContext {
     pub owner_id: String,
     /// The id of this call, as the model gave it.
     pub call_id: String,
+    /// The turn (inbound message id) this call belongs to; empty inside task workers.
+    pub turn_id: String,
+    /// How many delegated results led to this turn (0 for a turn the user started).
+    pub task_depth: u32,
 }
 
 /// A failed call. `RespondToModel` goes back to the model as an error result and the turn continues; `Fatal`
@@ -34,10 +38,7 @@ pub enum ToolError {
 impl ToolError {
     /// An error the model should read and act on, with a stable `error_code`.
     pub fn respond(code: impl Into<String>, message: impl Into<String>) -> Self {
-        Self::RespondToModel {
-            code: code.into(),
-            message: message.into(),
-        }
+        Self::RespondToModel { code: code.into(), message: message.into() }
     }
 
     /// Rejected arguments.
@@ -69,11 +70,7 @@ struct Typed<T>(T);
 
 impl<T: Tool> DynTool for Typed<T> {
     fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: self.0.name().to_string(),
-            description: self.0.description(),
-            parameters: self.0.parameters(),
-        }
+        ToolSpec { name: self.0.name().to_string(), description: self.0.description(), parameters: self.0.parameters() }
     }
 
     fn name(&self) -> &str {
@@ -82,12 +79,8 @@ impl<T: Tool> DynTool for Typed<T> {
 
     fn call_json<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
         Box::pin(async move {
-            let args: T::Args = serde_json::from_value(args).map_err(|e| {
-                ToolError::invalid_arguments(format!(
-                    "invalid arguments for `{}`: {e}",
-                    self.0.name()
-                ))
-            })?;
+            let args: T::Args = serde_json::from_value(args)
+                .map_err(|e| ToolError::invalid_arguments(format!("invalid arguments for `{}`: {e}", self.0.name())))?;
             self.0.call(args, ctx).await
         })
     }

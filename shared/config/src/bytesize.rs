@@ -14,13 +14,10 @@ impl ByteSize {
 
     pub fn parse(text: &str) -> Result<Self, String> {
         let trimmed = text.trim();
-        let split = trimmed
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(trimmed.len());
+        let split = trimmed.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(trimmed.len());
         let (number, unit) = trimmed.split_at(split);
-        let number: f64 = number.parse().map_err(|_| {
-            format!("`{text}` is not a byte size (examples: 65536, \"64KB\", \"1MiB\")")
-        })?;
+        let number: f64 =
+            number.parse().map_err(|_| format!("`{text}` is not a byte size (examples: 65536, \"64KB\", \"1MiB\")"))?;
         let multiplier: f64 = match unit.trim().to_ascii_lowercase().as_str() {
             "" | "b" => 1.0,
             "k" | "kb" => 1e3,
@@ -41,11 +38,7 @@ impl ByteSize {
     }
 
     fn positive(bytes: u64) -> Result<Self, String> {
-        if bytes == 0 {
-            Err("a byte size must be greater than 0".into())
-        } else {
-            Ok(Self(bytes))
-        }
+        if bytes == 0 { Err("a byte size must be greater than 0".into()) } else { Ok(Self(bytes)) }
     }
 }
 
@@ -55,9 +48,7 @@ impl<'de> serde::Deserialize<'de> for ByteSize {
         impl Visitor<'_> for ByteSizeVisitor {
             type Value = ByteSize;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str(
-                    "a byte size: a positive integer or a string such as \"64KB\" or \"1MiB\"",
-                )
+                f.write_str("a byte size: a positive integer or a string such as \"64KB\" or \"1MiB\"")
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<ByteSize, E> {
                 u64::try_from(v)

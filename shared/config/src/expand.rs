@@ -24,17 +24,12 @@ pub struct Expansion {
     pub whole_references: Vec<WholeReference>,
 }
 
-pub fn expand_tree(
-    root: &mut toml::Table,
-    lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<Expansion, Unset> {
+pub fn expand_tree(root: &mut toml::Table, lookup: &dyn Fn(&str) -> Option<String>) -> Result<Expansion, Unset> {
     let mut whole = Vec::new();
     for (key, value) in root.iter_mut() {
         expand_value(value, key, lookup, &mut whole)?;
     }
-    Ok(Expansion {
-        whole_references: whole,
-    })
+    Ok(Expansion { whole_references: whole })
 }
 
 fn expand_value(
@@ -47,9 +42,7 @@ fn expand_value(
         Value::String(text) => {
             let expanded = expand_str(text, path, lookup)?;
             if is_single_reference(text) {
-                whole.push(WholeReference {
-                    key: path.to_string(),
-                });
+                whole.push(WholeReference { key: path.to_string() });
             }
             *text = expanded;
         }
@@ -69,34 +62,23 @@ fn expand_value(
 }
 
 fn is_single_reference(text: &str) -> bool {
-    text.strip_prefix("${")
-        .and_then(|rest| rest.strip_suffix('}'))
-        .is_some_and(is_variable_name)
+    text.strip_prefix("${").and_then(|rest| rest.strip_suffix('}')).is_some_and(is_variable_name)
 }
 
 fn is_variable_name(name: &str) -> bool {
     let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
+    chars.next().is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// Expands one string. `path` only serves the error message.
-pub fn expand_str(
-    text: &str,
-    path: &str,
-    lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<String, Unset> {
+pub fn expand_str(text: &str, path: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, Unset> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("${") {
         let escaped = start > 0 && rest.as_bytes()[start - 1] == b'$';
         let after = &rest[start + 2..];
-        let reference = after
-            .find('}')
-            .map(|end| &after[..end])
-            .filter(|name| is_variable_name(name));
+        let reference = after.find('}').map(|end| &after[..end]).filter(|name| is_variable_name(name));
         match reference {
             Some(name) if escaped => {
                 out.push_str(&rest[..start - 1]);
@@ -107,10 +89,7 @@ pub fn expand_str(
             }
             Some(name) => {
                 out.push_str(&rest[..start]);
-                let value = lookup(name).ok_or_else(|| Unset {
-                    var: name.to_string(),
-                    key: path.to_string(),
-                })?;
+                let value = lookup(name).ok_or_else(|| Unset { var: name.to_string(), key: path.to_string() })?;
                 out.push_str(&value);
                 rest = &after[name.len() + 1..];
             }
@@ -138,15 +117,9 @@ mod tests {
 
     #[test]
     fn expands_escapes_and_leaves_other_dollar_forms() {
-        assert_eq!(
-            expand_str("a ${KEY} b", "k", &env).ok(),
-            Some("a sk-1 b".into())
-        );
+        assert_eq!(expand_str("a ${KEY} b", "k", &env).ok(), Some("a sk-1 b".into()));
         assert_eq!(expand_str("$${KEY}", "k", &env).ok(), Some("${KEY}".into()));
-        assert_eq!(
-            expand_str("$KEY ${KEY:-x}", "k", &env).ok(),
-            Some("$KEY ${KEY:-x}".into())
-        );
+        assert_eq!(expand_str("$KEY ${KEY:-x}", "k", &env).ok(), Some("$KEY ${KEY:-x}".into()));
         assert_eq!(expand_str("${EMPTY}", "k", &env).ok(), Some(String::new()));
         assert_eq!(expand_str("${KEY", "k", &env).ok(), Some("${KEY".into()));
     }
@@ -156,12 +129,6 @@ mod tests {
         let mut table: toml::Table =
             toml::from_str("[llm]\nheaders = { a = [\"x\", \"${NOPE}\"] }").unwrap_or_default();
         let err = expand_tree(&mut table, &env).err();
-        assert_eq!(
-            err,
-            Some(Unset {
-                var: "NOPE".into(),
-                key: "llm.headers.a[1]".into()
-            })
-        );
+        assert_eq!(err, Some(Unset { var: "NOPE".into(), key: "llm.headers.a[1]".into() }));
     }
 }

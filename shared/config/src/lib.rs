@@ -5,6 +5,7 @@
 //! defaults). Relative paths in the file resolve against the file's folder, so the program runs from any working
 //! directory. [`Config::main_llm`] resolves `[llm]` and `[providers.<name>]` into one endpoint.
 
+mod agents;
 mod bytesize;
 mod error;
 mod expand;
@@ -14,6 +15,7 @@ mod providers;
 pub mod schema;
 mod validate;
 
+pub use agents::{AgentDefinition, load_agents, parse_agent};
 pub use bytesize::ByteSize;
 pub use error::{ConfigError, Result};
 pub use expand::expand_str;
@@ -49,11 +51,7 @@ impl std::ops::DerefMut for Config {
 impl Config {
     /// Defaults only, with relative paths under `base_dir`.
     pub fn defaults(base_dir: impl Into<PathBuf>) -> Self {
-        Self {
-            file: ConfigFile::default(),
-            source: None,
-            base_dir: base_dir.into(),
-        }
+        Self { file: ConfigFile::default(), source: None, base_dir: base_dir.into() }
     }
 
     /// Finds and loads the config: `explicit` (from `--config`), else `MINIBOT_CONFIG`, else `./config.toml`.
@@ -81,11 +79,7 @@ impl Config {
         lookup: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self> {
         let file = load::parse(text, origin, lookup)?;
-        let config = Self {
-            file,
-            source: None,
-            base_dir: base_dir.into(),
-        };
+        let config = Self { file, source: None, base_dir: base_dir.into() };
         validate::check(&config, origin)?;
         Ok(config)
     }
@@ -97,17 +91,11 @@ impl Config {
 
     /// The file name shown in messages: the config path, or "defaults".
     pub fn origin(&self) -> String {
-        self.source
-            .as_ref()
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|| "defaults (no config file)".into())
+        self.source.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "defaults (no config file)".into())
     }
 
     /// Whether specialists are on: explicit `[orchestration.specialists].enabled`, else `[tasks].enabled`.
     pub fn specialists_enabled(&self) -> bool {
-        self.orchestration
-            .specialists
-            .enabled
-            .unwrap_or(self.tasks.enabled)
+        self.orchestration.specialists.enabled.unwrap_or(self.tasks.enabled)
     }
 }

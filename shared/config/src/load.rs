@@ -11,54 +11,34 @@ pub(crate) fn from_file(path: &Path, lookup: &dyn Fn(&str) -> Option<String>) ->
     if path.extension().and_then(|e| e.to_str()) != Some("toml") {
         return Err(ConfigError::NotToml(path.to_path_buf()));
     }
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text =
+        std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
     let origin = path.display().to_string();
     let file = parse(&text, &origin, lookup)?;
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let base_dir = absolute.parent().map(Path::to_path_buf).unwrap_or_default();
-    let config = Config {
-        file,
-        source: Some(absolute),
-        base_dir,
-    };
+    let config = Config { file, source: Some(absolute), base_dir };
     crate::validate::check(&config, &origin)?;
     Ok(config)
 }
 
-pub(crate) fn parse(
-    text: &str,
-    origin: &str,
-    lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<ConfigFile> {
-    let mut table: toml::Table = toml::from_str(text).map_err(|e| ConfigError::Syntax {
-        path: origin.to_string(),
-        message: e.to_string().trim_end().to_string(),
-    })?;
+pub(crate) fn parse(text: &str, origin: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<ConfigFile> {
+    let mut table: toml::Table = toml::from_str(text)
+        .map_err(|e| ConfigError::Syntax { path: origin.to_string(), message: e.to_string().trim_end().to_string() })?;
     if let Some(section) = table.keys().find(|k| !SECTIONS.contains(&k.as_str())) {
-        return Err(ConfigError::UnknownSection {
-            file: origin.into(),
-            section: section.clone(),
-        });
+        return Err(ConfigError::UnknownSection { file: origin.into(), section: section.clone() });
     }
-    let expansion =
-        expand::expand_tree(&mut table, lookup).map_err(|unset| ConfigError::UnsetVariable {
-            file: origin.into(),
-            var: unset.var,
-            key: unset.key,
-        })?;
+    let expansion = expand::expand_tree(&mut table, lookup).map_err(|unset| ConfigError::UnsetVariable {
+        file: origin.into(),
+        var: unset.var,
+        key: unset.key,
+    })?;
     deserialize_with_coercion(table, &expansion.whole_references, origin)
 }
 
 /// A value written as exactly `"${VAR}"` may stand for a number or a boolean (`port = "${PORT}"`). Such values
 /// are first read as that scalar; where the key turns out to want text, the text is put back and we try again.
-fn deserialize_with_coercion(
-    table: toml::Table,
-    whole: &[WholeReference],
-    origin: &str,
-) -> Result<ConfigFile> {
+fn deserialize_with_coercion(table: toml::Table, whole: &[WholeReference], origin: &str) -> Result<ConfigFile> {
     let mut coerced = table.clone();
     let mut candidates: Vec<&str> = Vec::new();
     for reference in whole {
@@ -77,9 +57,7 @@ fn deserialize_with_coercion(
                 let path = err.path().to_string();
                 if let Some(index) = candidates.iter().position(|key| *key == path) {
                     let key = candidates.swap_remove(index);
-                    if let (Some(slot), Some(original)) =
-                        (lookup_mut(&mut coerced, key), lookup_ref(&table, key))
-                    {
+                    if let (Some(slot), Some(original)) = (lookup_mut(&mut coerced, key), lookup_ref(&table, key)) {
                         *slot = original.clone();
                         continue;
                     }
@@ -94,22 +72,9 @@ fn describe(err: serde_path_to_error::Error<toml::de::Error>, origin: &str) -> C
     let path = err.path().to_string();
     // toml appends "in `section`" on a second line; the key path already says where.
     let message = err.into_inner().to_string();
-    let message = message
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .trim_end()
-        .to_string();
-    let key = if path.is_empty() || path == "?" {
-        String::from("(top level)")
-    } else {
-        path
-    };
-    ConfigError::InvalidKey {
-        file: origin.into(),
-        key,
-        message,
-    }
+    let message = message.lines().next().unwrap_or_default().trim_end().to_string();
+    let key = if path.is_empty() || path == "?" { String::from("(top level)") } else { path };
+    ConfigError::InvalidKey { file: origin.into(), key, message }
 }
 
 fn scalar_from_text(text: &str) -> Option<Value> {
@@ -121,29 +86,19 @@ fn scalar_from_text(text: &str) -> Option<Value> {
     if let Ok(int) = text.parse::<i64>() {
         return Some(Value::Integer(int));
     }
-    text.parse::<f64>()
-        .ok()
-        .filter(|f| f.is_finite())
-        .map(Value::Float)
+    text.parse::<f64>().ok().filter(|f| f.is_finite()).map(Value::Float)
 }
 
 /// Splits `a.b[2].c` into segments.
 fn segments(key: &str) -> Vec<Segment<'_>> {
     let mut out = Vec::new();
     for part in key.split('.') {
-        let (name, indices) = part
-            .split_once('[')
-            .map_or((part, ""), |(n, rest)| (n, rest));
+        let (name, indices) = part.split_once('[').map_or((part, ""), |(n, rest)| (n, rest));
         if !name.is_empty() {
             out.push(Segment::Key(name));
         }
         for index in indices.split('[') {
-            if let Some(number) = index
-                .trim_end_matches(']')
-                .parse::<usize>()
-                .ok()
-                .filter(|_| !index.is_empty())
-            {
+            if let Some(number) = index.trim_end_matches(']').parse::<usize>().ok().filter(|_| !index.is_empty()) {
                 out.push(Segment::Index(number));
             }
         }

@@ -53,9 +53,7 @@ impl ApiFormat {
 
     pub fn default_base_url(self) -> &'static str {
         match self {
-            Self::OpenAi | Self::OpenAiResponses | Self::ChatgptCodex => {
-                "https://api.openai.com/v1"
-            }
+            Self::OpenAi | Self::OpenAiResponses | Self::ChatgptCodex => "https://api.openai.com/v1",
             Self::OpenRouter => "https://openrouter.ai/api/v1",
             Self::Claude => "https://api.anthropic.com/v1",
             Self::Google => "https://generativelanguage.googleapis.com/v1beta",
@@ -86,9 +84,7 @@ pub struct LlmEndpoint {
 
 /// No key is configured for a provider that needs one.
 #[derive(Debug, thiserror::Error)]
-#[error(
-    "no API key for provider `{provider}`: set `{key}` in {origin} or the {variable} environment variable"
-)]
+#[error("no API key for provider `{provider}`: set `{key}` in {origin} or the {variable} environment variable")]
 pub struct MissingApiKey {
     pub provider: String,
     pub key: String,
@@ -112,12 +108,7 @@ impl LlmEndpoint {
 }
 
 fn is_loopback_url(url: &str) -> bool {
-    let host = url
-        .split_once("://")
-        .map_or(url, |(_, rest)| rest)
-        .split(['/', '?'])
-        .next()
-        .unwrap_or("");
+    let host = url.split_once("://").map_or(url, |(_, rest)| rest).split(['/', '?']).next().unwrap_or("");
     let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
     let host = if host.starts_with('[') {
         host.split(']').next().unwrap_or("").trim_start_matches('[')
@@ -130,23 +121,42 @@ fn is_loopback_url(url: &str) -> bool {
 impl Config {
     /// The main agent's endpoint. Validation already checked the provider name, so this cannot fail.
     pub fn main_llm(&self) -> LlmEndpoint {
+        self.endpoint_for(&self.llm.provider)
+    }
+
+    /// The endpoint for a specialist or task: `provider` overrides `[llm].provider` (it must be an API format or
+    /// a `[providers.<name>]` section); unlike MiniBot, a worker without an override keeps the main agent's
+    /// credentials instead of silently losing `[llm].api_key` and `base_url`.
+    pub fn llm_for(
+        &self,
+        provider: Option<&str>,
+        model: Option<&str>,
+        reasoning_effort: Option<&str>,
+    ) -> Result<LlmEndpoint, String> {
+        let provider = provider.filter(|p| !p.is_empty()).unwrap_or(&self.llm.provider);
+        if ApiFormat::parse(provider).is_none() && !self.providers.contains_key(provider) {
+            let mut known: Vec<&str> = self.providers.keys().map(String::as_str).collect();
+            known.push(&self.llm.provider);
+            return Err(format!("unknown model provider `{provider}`; configured: {}", known.join(", ")));
+        }
+        let mut endpoint = self.endpoint_for(provider);
+        if let Some(model) = model.filter(|m| !m.is_empty()) {
+            endpoint.model = model.to_string();
+        }
+        if let Some(effort) = reasoning_effort.filter(|e| !e.is_empty()) {
+            endpoint.reasoning_effort = Some(effort.to_string());
+        }
+        Ok(endpoint)
+    }
+
+    fn endpoint_for(&self, provider: &str) -> LlmEndpoint {
         let llm = &self.llm;
-        let section = self.providers.get(&llm.provider);
-        let format_name = section
-            .and_then(|s| s.api_format.as_deref())
-            .unwrap_or(llm.provider.as_str());
+        let section = self.providers.get(provider);
+        let format_name = section.and_then(|s| s.api_format.as_deref()).unwrap_or(provider);
         let api_format = ApiFormat::parse(format_name).unwrap_or(ApiFormat::OpenAi);
         let (mut api_key, base_url, mut key_source) = match section {
-            Some(p) => (
-                p.api_key.clone(),
-                p.base_url.clone(),
-                format!("providers.{}.api_key", llm.provider),
-            ),
-            None => (
-                llm.api_key.clone(),
-                llm.base_url.clone(),
-                "llm.api_key".to_string(),
-            ),
+            Some(p) => (p.api_key.clone(), p.base_url.clone(), format!("providers.{}.api_key", llm.provider)),
+            None => (llm.api_key.clone(), llm.base_url.clone(), "llm.api_key".to_string()),
         };
         if api_key.is_empty()
             && let Ok(value) = std::env::var(api_format.key_variable())
@@ -169,15 +179,11 @@ impl Config {
             headers.extend(p.headers.clone());
         }
         if api_format == ApiFormat::OpenRouter && llm.openrouter.attribution_enabled {
-            headers
-                .entry("HTTP-Referer".into())
-                .or_insert_with(|| "https://github.com/minibot-rs".into());
-            headers
-                .entry("X-OpenRouter-Title".into())
-                .or_insert_with(|| "MiniBot".into());
+            headers.entry("HTTP-Referer".into()).or_insert_with(|| "https://github.com/minibot-rs".into());
+            headers.entry("X-OpenRouter-Title".into()).or_insert_with(|| "MiniBot".into());
         }
         LlmEndpoint {
-            provider: llm.provider.clone(),
+            provider: provider.to_string(),
             api_format,
             api_key,
             api_key_source: key_source,

@@ -5,45 +5,30 @@ use crate::{Config, ConfigError, Result};
 
 /// Tool names MiniBot removed; a list that names one is a leftover that would silently match nothing.
 const REMOVED_TOOL_NAMES: &[(&str, &str)] = &[
-    (
-        "filesystem",
-        "list_files, read_file, write_file, move_file, delete_file, …",
-    ),
+    ("filesystem", "list_files, read_file, write_file, move_file, delete_file, …"),
     ("memory", "memory_* (memory_create, memory_search, …)"),
     ("graph", "graph_* (graph_link, graph_neighbors, …)"),
-    (
-        "schedule",
-        "schedule_prompt, list_scheduled_prompts, cancel_scheduled_prompt, delete_scheduled_prompt",
-    ),
+    ("schedule", "schedule_prompt, list_scheduled_prompts, cancel_scheduled_prompt, delete_scheduled_prompt"),
 ];
 
 const KNOWN_EXTENSION_MODULES: &[&str] = &["minibot.extensions.tools.graph"];
 
 pub(crate) fn check(config: &Config, origin: &str) -> Result<()> {
-    let invalid = |key: &str, message: String| ConfigError::InvalidKey {
-        file: origin.into(),
-        key: key.into(),
-        message,
-    };
+    let invalid =
+        |key: &str, message: String| ConfigError::InvalidKey { file: origin.into(), key: key.into(), message };
 
     for (name, provider) in &config.providers {
         match provider.api_format.as_deref() {
             Some(format) if !API_FORMATS.contains(&format) => {
                 return Err(invalid(
                     &format!("providers.{name}.api_format"),
-                    format!(
-                        "unknown API format `{format}`; expected one of {}",
-                        API_FORMATS.join(", ")
-                    ),
+                    format!("unknown API format `{format}`; expected one of {}", API_FORMATS.join(", ")),
                 ));
             }
             None if !API_FORMATS.contains(&name.as_str()) => {
                 return Err(invalid(
                     &format!("providers.{name}"),
-                    format!(
-                        "set `api_format` (one of {}) for this provider",
-                        API_FORMATS.join(", ")
-                    ),
+                    format!("set `api_format` (one of {}) for this provider", API_FORMATS.join(", ")),
                 ));
             }
             _ => {}
@@ -62,33 +47,18 @@ pub(crate) fn check(config: &Config, origin: &str) -> Result<()> {
 
     let main = &config.orchestration.main_agent;
     if !main.tools_allow.is_empty() && !main.tools_deny.is_empty() {
-        return Err(invalid(
-            "orchestration.main_agent",
-            "set either tools_allow or tools_deny, not both".into(),
-        ));
+        return Err(invalid("orchestration.main_agent", "set either tools_allow or tools_deny, not both".into()));
     }
     let tool_lists = [
         ("orchestration.main_agent.tools_allow", &main.tools_allow),
         ("orchestration.main_agent.tools_deny", &main.tools_deny),
-        (
-            "tools.approval.require_approval",
-            &config.tools.approval.require_approval,
-        ),
-        (
-            "tools.safety_classifier.check_input",
-            &config.tools.safety_classifier.check_input,
-        ),
-        (
-            "tools.safety_classifier.check_output",
-            &config.tools.safety_classifier.check_output,
-        ),
+        ("tools.approval.require_approval", &config.tools.approval.require_approval),
+        ("tools.safety_classifier.check_input", &config.tools.safety_classifier.check_input),
+        ("tools.safety_classifier.check_output", &config.tools.safety_classifier.check_output),
     ];
     for (key, list) in tool_lists {
         for (index, item) in list.iter().enumerate() {
-            if let Some((old, new)) = REMOVED_TOOL_NAMES
-                .iter()
-                .find(|(old, _)| item.trim() == *old)
-            {
+            if let Some((old, new)) = REMOVED_TOOL_NAMES.iter().find(|(old, _)| item.trim() == *old) {
                 return Err(invalid(
                     &format!("{key}[{index}]"),
                     format!("the tool name `{old}` was removed; use {new}"),
@@ -112,10 +82,7 @@ pub(crate) fn check(config: &Config, origin: &str) -> Result<()> {
         ));
     }
     if tasks.history && tasks.backend != TaskBackend::Sqlite {
-        return Err(invalid(
-            "tasks.history",
-            "requires tasks.backend = \"sqlite\"".into(),
-        ));
+        return Err(invalid("tasks.history", "requires tasks.backend = \"sqlite\"".into()));
     }
     if config.orchestration.specialists.enabled == Some(true) && !tasks.enabled {
         return Err(invalid(
@@ -138,9 +105,7 @@ pub(crate) fn check(config: &Config, origin: &str) -> Result<()> {
             other => {
                 return Err(invalid(
                     &format!("tasks.worker_extensions[{index}]"),
-                    format!(
-                        "unknown worker extension `{other}`; expected kv_memory, rag or codemode"
-                    ),
+                    format!("unknown worker extension `{other}`; expected kv_memory, rag or codemode"),
                 ));
             }
         };
@@ -151,18 +116,12 @@ pub(crate) fn check(config: &Config, origin: &str) -> Result<()> {
             ));
         }
         if tasks.worker_extensions[..index].contains(extension) {
-            return Err(invalid(
-                &format!("tasks.worker_extensions[{index}]"),
-                format!("`{extension}` listed twice"),
-            ));
+            return Err(invalid(&format!("tasks.worker_extensions[{index}]"), format!("`{extension}` listed twice")));
         }
     }
 
     if config.tools.grep.enabled && !config.tools.file_storage.enabled {
-        return Err(invalid(
-            "tools.grep.enabled",
-            "requires [tools.file_storage] enabled = true".into(),
-        ));
+        return Err(invalid("tools.grep.enabled", "requires [tools.file_storage] enabled = true".into()));
     }
     if config.tools.audio_transcription.enabled && !config.tools.file_storage.enabled {
         return Err(invalid(
@@ -172,55 +131,36 @@ pub(crate) fn check(config: &Config, origin: &str) -> Result<()> {
     }
     let codemode = &config.tools.codemode;
     if codemode.timeout_seconds > codemode.max_timeout_seconds {
-        return Err(invalid(
-            "tools.codemode.timeout_seconds",
-            "must not exceed max_timeout_seconds".into(),
-        ));
+        return Err(invalid("tools.codemode.timeout_seconds", "must not exceed max_timeout_seconds".into()));
     }
     let rag = &config.tools.rag;
     if rag.chunk_overlap_tokens >= rag.chunk_size_tokens {
-        return Err(invalid(
-            "tools.rag.chunk_overlap_tokens",
-            "must be smaller than chunk_size_tokens".into(),
-        ));
+        return Err(invalid("tools.rag.chunk_overlap_tokens", "must be smaller than chunk_size_tokens".into()));
     }
     for (index, server) in config.tools.mcp.servers.iter().enumerate() {
         if server.name.trim().is_empty() {
-            return Err(invalid(
-                &format!("tools.mcp.servers[{index}].name"),
-                "every MCP server needs a name".into(),
-            ));
+            return Err(invalid(&format!("tools.mcp.servers[{index}].name"), "every MCP server needs a name".into()));
         }
     }
 
     let http = &config.http;
     let loopback = matches!(http.host.as_str(), "127.0.0.1" | "::1" | "localhost");
-    let has_auth = !http.auth_token.is_empty()
-        || (!http.basic_auth_user.is_empty() && !http.basic_auth_password.is_empty());
+    let has_auth =
+        !http.auth_token.is_empty() || (!http.basic_auth_user.is_empty() && !http.basic_auth_password.is_empty());
     if http.enabled && !loopback && !has_auth {
         return Err(invalid(
             "http.host",
-            format!(
-                "`{}` is reachable from other machines; set http.auth_token or basic auth",
-                http.host
-            ),
+            format!("`{}` is reachable from other machines; set http.auth_token or basic auth", http.host),
         ));
     }
-    if config.memory.sqlite_url.is_empty()
-        || crate::sqlite_path_from_url(&config.memory.sqlite_url).is_none()
-    {
-        return Err(invalid(
-            "memory.sqlite_url",
-            "must be a SQLite URL such as sqlite:///./data/minibot.db".into(),
-        ));
+    if config.memory.sqlite_url.is_empty() || crate::sqlite_path_from_url(&config.memory.sqlite_url).is_none() {
+        return Err(invalid("memory.sqlite_url", "must be a SQLite URL such as sqlite:///./data/minibot.db".into()));
     }
     for (index, module) in config.extensions.modules.iter().enumerate() {
         if !KNOWN_EXTENSION_MODULES.contains(&module.as_str()) {
             return Err(invalid(
                 &format!("extensions.modules[{index}]"),
-                format!(
-                    "`{module}` is a Python extension module; minibot-rs cannot load Python code"
-                ),
+                format!("`{module}` is a Python extension module; minibot-rs cannot load Python code"),
             ));
         }
     }

@@ -112,13 +112,7 @@ pub enum WorkerEventKind {
 
 impl WorkerEvent {
     pub fn new(task_id: &str, attempt: u32, worker_id: &str, kind: WorkerEventKind) -> Self {
-        Self {
-            version: PROTOCOL_VERSION,
-            task_id: task_id.into(),
-            attempt,
-            worker_id: worker_id.into(),
-            kind,
-        }
+        Self { version: PROTOCOL_VERSION, task_id: task_id.into(), attempt, worker_id: worker_id.into(), kind }
     }
 
     pub fn is_terminal(&self) -> bool {
@@ -156,11 +150,7 @@ pub enum ControlKind {
 
 impl ControlMessage {
     pub fn new(task_id: &str, kind: ControlKind) -> Self {
-        Self {
-            version: PROTOCOL_VERSION,
-            task_id: task_id.into(),
-            kind,
-        }
+        Self { version: PROTOCOL_VERSION, task_id: task_id.into(), kind }
     }
 
     pub fn encode(&self) -> Result<Vec<u8>, ProtocolError> {
@@ -183,11 +173,7 @@ fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ProtocolError> {
 }
 
 fn check_version(found: u16) -> Result<(), ProtocolError> {
-    if found == PROTOCOL_VERSION {
-        Ok(())
-    } else {
-        Err(ProtocolError::Version { found })
-    }
+    if found == PROTOCOL_VERSION { Ok(()) } else { Err(ProtocolError::Version { found }) }
 }
 
 #[cfg(test)]
@@ -202,11 +188,7 @@ mod tests {
             prompt: "find it".into(),
             context_json: Some("{\"a\":1}".into()),
             model_overrides: ModelOverrides::default(),
-            limits: TaskLimits {
-                timeout_seconds: 60,
-                max_steps: None,
-                max_tool_calls: Some(5),
-            },
+            limits: TaskLimits { timeout_seconds: 60, max_steps: None, max_tool_calls: Some(5) },
             owner_id: "primary".into(),
             channel: "console".into(),
             chat_id: Some(1),
@@ -218,10 +200,7 @@ mod tests {
     #[test]
     fn round_trips() {
         let original = envelope();
-        assert_eq!(
-            TaskEnvelope::decode(&original.encode().unwrap()).unwrap(),
-            original
-        );
+        assert_eq!(TaskEnvelope::decode(&original.encode().unwrap()).unwrap(), original);
         let event = WorkerEvent::new(
             "t-1",
             2,
@@ -236,28 +215,16 @@ mod tests {
                 total_tokens: 9,
             },
         );
-        assert_eq!(
-            WorkerEvent::decode(&event.encode().unwrap()).unwrap(),
-            event
-        );
+        assert_eq!(WorkerEvent::decode(&event.encode().unwrap()).unwrap(), event);
     }
 
     #[test]
     fn garbage_and_foreign_versions_are_errors() {
-        assert!(matches!(
-            TaskEnvelope::decode(b"\xc1garbage"),
-            Err(ProtocolError::Decode(_))
-        ));
-        assert!(matches!(
-            TaskEnvelope::decode(b"{\"json\": true}"),
-            Err(ProtocolError::Decode(_))
-        ));
+        assert!(matches!(TaskEnvelope::decode(b"\xc1garbage"), Err(ProtocolError::Decode(_))));
+        assert!(matches!(TaskEnvelope::decode(b"{\"json\": true}"), Err(ProtocolError::Decode(_))));
         let mut future = envelope();
         future.version = 99;
         let bytes = rmp_serde::to_vec_named(&future).unwrap();
-        assert!(matches!(
-            TaskEnvelope::decode(&bytes),
-            Err(ProtocolError::Version { found: 99 })
-        ));
+        assert!(matches!(TaskEnvelope::decode(&bytes), Err(ProtocolError::Version { found: 99 })));
     }
 }

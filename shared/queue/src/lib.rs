@@ -68,11 +68,7 @@ pub trait WorkQueue: Send + Sync {
     /// Waits for a task and claims it. Tasks past their attempts are failed by the backend, never returned.
     fn claim(&self) -> BoxFuture<'_, Result<ClaimedTask>>;
     /// Publishes an event of a claimed task; progress renews the claim. `LeaseLost` means stop working on it.
-    fn emit<'a>(
-        &'a self,
-        task: &'a ClaimedTask,
-        event: &'a WorkerEvent,
-    ) -> BoxFuture<'a, Result<()>>;
+    fn emit<'a>(&'a self, task: &'a ClaimedTask, event: &'a WorkerEvent) -> BoxFuture<'a, Result<()>>;
     /// Control messages for the task that arrived since the last call.
     fn controls<'a>(&'a self, task: &'a ClaimedTask) -> BoxFuture<'a, Result<Vec<ControlMessage>>>;
     /// Ends the claim after its terminal event was emitted.

@@ -6,17 +6,11 @@
 //! Idle sides poll every [`POLL_INTERVAL`]: an indexed query costs microseconds, and it keeps pick-up latency
 //! far below 100 ms.
 
-use crate::{
-    ClaimedTask, EventDelivery, QueueError, Result, TaskQueue, WorkQueue, dead_task_error,
-};
+use crate::{ClaimedTask, EventDelivery, QueueError, Result, TaskQueue, WorkQueue, dead_task_error};
 use futures_util::future::BoxFuture;
-use minibot_protocol::{
-    ControlKind, ControlMessage, TaskEnvelope, TaskOutcome, WorkerEvent, WorkerEventKind,
-};
+use minibot_protocol::{ControlKind, ControlMessage, TaskEnvelope, TaskOutcome, WorkerEvent, WorkerEventKind};
 use sqlx::Row;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 use std::collections::VecDeque;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -62,10 +56,7 @@ pub struct SqliteQueue {
 }
 
 fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }
 
 impl SqliteQueue {
@@ -84,35 +75,24 @@ impl SqliteQueue {
             .max_connections(2)
             .connect_with(options)
             .await
-            .map_err(|source| QueueError::Open {
-                path: path.display().to_string(),
-                source,
-            })?;
+            .map_err(|source| QueueError::Open { path: path.display().to_string(), source })?;
         sqlx::raw_sql(SCHEMA).execute(&pool).await?;
-        Ok(Self {
-            pool,
-            worker_id: worker_id.to_string(),
-            lease_timeout,
-            events: Mutex::new((VecDeque::new(), 0)),
-        })
+        Ok(Self { pool, worker_id: worker_id.to_string(), lease_timeout, events: Mutex::new((VecDeque::new(), 0)) })
     }
 
     /// Makes the claims of a worker that died reclaimable at once instead of when their leases expire.
     pub async fn release_worker(&self, worker_id: &str) -> Result<u64> {
-        let result = sqlx::query(
-            "UPDATE queue_tasks SET lease_expires_at = 0 WHERE worker_id = ?1 AND status = 'leased'",
-        )
-        .bind(worker_id)
-        .execute(&self.pool)
-        .await?;
+        let result =
+            sqlx::query("UPDATE queue_tasks SET lease_expires_at = 0 WHERE worker_id = ?1 AND status = 'leased'")
+                .bind(worker_id)
+                .execute(&self.pool)
+                .await?;
         Ok(result.rows_affected())
     }
 
     /// Tasks waiting or running, for diagnostics and tests.
     pub async fn depth(&self) -> Result<i64> {
-        Ok(sqlx::query_scalar("SELECT COUNT(*) FROM queue_tasks")
-            .fetch_one(&self.pool)
-            .await?)
+        Ok(sqlx::query_scalar("SELECT COUNT(*) FROM queue_tasks").fetch_one(&self.pool).await?)
     }
 
     pub async fn close(&self) {
@@ -145,27 +125,16 @@ impl SqliteQueue {
             Ok(envelope) => envelope,
             Err(error) => {
                 tracing::error!(task_id = %task_id, error = %error, "queued task does not decode; dead-lettered");
-                self.kill(
-                    &task_id,
-                    &token,
-                    attempts,
-                    &format!("the queued task does not decode: {error}"),
-                )
-                .await?;
+                self.kill(&task_id, &token, attempts, &format!("the queued task does not decode: {error}")).await?;
                 return Ok(None);
             }
         };
         if attempts > max_attempts {
             tracing::warn!(task_id = %task_id, attempts = attempts - 1, "task exhausted its attempts; failed");
-            self.kill(&task_id, &token, attempts, &dead_task_error(attempts - 1))
-                .await?;
+            self.kill(&task_id, &token, attempts, &dead_task_error(attempts - 1)).await?;
             return Ok(None);
         }
-        Ok(Some(ClaimedTask {
-            envelope,
-            attempt: attempts,
-            token,
-        }))
+        Ok(Some(ClaimedTask { envelope, attempt: attempts, token }))
     }
 
     /// Marks a task dead and reports it failed, in one transaction.
@@ -190,10 +159,7 @@ impl SqliteQueue {
             .bind(token)
             .execute(&mut *tx)
             .await?;
-        sqlx::query("DELETE FROM queue_controls WHERE task_id = ?1")
-            .bind(task_id)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query("DELETE FROM queue_controls WHERE task_id = ?1").bind(task_id).execute(&mut *tx).await?;
         sqlx::query("INSERT INTO queue_events (task_id, payload) VALUES (?1, ?2)")
             .bind(task_id)
             .bind(event.encode()?)
@@ -228,12 +194,10 @@ impl TaskQueue for SqliteQueue {
         Box::pin(async move {
             if message.kind == ControlKind::Cancel {
                 // A task nobody has claimed yet is simply taken off the queue.
-                let removed = sqlx::query(
-                    "DELETE FROM queue_tasks WHERE task_id = ?1 AND status = 'pending'",
-                )
-                .bind(&message.task_id)
-                .execute(&self.pool)
-                .await?;
+                let removed = sqlx::query("DELETE FROM queue_tasks WHERE task_id = ?1 AND status = 'pending'")
+                    .bind(&message.task_id)
+                    .execute(&self.pool)
+                    .await?;
                 if removed.rows_affected() > 0 {
                     return Ok(());
                 }
@@ -255,18 +219,16 @@ impl TaskQueue for SqliteQueue {
                     if let Some(delivery) = guard.0.pop_front() {
                         return Ok(delivery);
                     }
-                    let rows = sqlx::query("SELECT seq, payload FROM queue_events WHERE seq > ?1 ORDER BY seq LIMIT 256")
-                        .bind(guard.1)
-                        .fetch_all(&self.pool)
-                        .await?;
+                    let rows =
+                        sqlx::query("SELECT seq, payload FROM queue_events WHERE seq > ?1 ORDER BY seq LIMIT 256")
+                            .bind(guard.1)
+                            .fetch_all(&self.pool)
+                            .await?;
                     for row in rows {
                         let seq: i64 = row.get("seq");
                         guard.1 = guard.1.max(seq);
                         match WorkerEvent::decode(row.get::<&[u8], _>("payload")) {
-                            Ok(event) => guard.0.push_back(EventDelivery {
-                                event,
-                                tag: seq as u64,
-                            }),
+                            Ok(event) => guard.0.push_back(EventDelivery { event, tag: seq as u64 }),
                             Err(error) => {
                                 tracing::error!(seq, error = %error, "worker event does not decode; dropped");
                                 sqlx::query("DELETE FROM queue_events WHERE seq = ?1")
@@ -288,10 +250,7 @@ impl TaskQueue for SqliteQueue {
     fn ack_event(&self, delivery: &EventDelivery) -> BoxFuture<'_, Result<()>> {
         let seq = delivery.tag as i64;
         Box::pin(async move {
-            sqlx::query("DELETE FROM queue_events WHERE seq = ?1")
-                .bind(seq)
-                .execute(&self.pool)
-                .await?;
+            sqlx::query("DELETE FROM queue_events WHERE seq = ?1").bind(seq).execute(&self.pool).await?;
             Ok(())
         })
     }
@@ -309,11 +268,7 @@ impl WorkQueue for SqliteQueue {
         })
     }
 
-    fn emit<'a>(
-        &'a self,
-        task: &'a ClaimedTask,
-        event: &'a WorkerEvent,
-    ) -> BoxFuture<'a, Result<()>> {
+    fn emit<'a>(&'a self, task: &'a ClaimedTask, event: &'a WorkerEvent) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let mut tx = self.pool.begin().await?;
             let renewed = sqlx::query(
@@ -326,9 +281,7 @@ impl WorkQueue for SqliteQueue {
             .execute(&mut *tx)
             .await?;
             if renewed.rows_affected() == 0 {
-                return Err(QueueError::LeaseLost {
-                    task_id: task.envelope.task_id.clone(),
-                });
+                return Err(QueueError::LeaseLost { task_id: task.envelope.task_id.clone() });
             }
             sqlx::query("INSERT INTO queue_events (task_id, payload) VALUES (?1, ?2)")
                 .bind(&task.envelope.task_id)
@@ -351,10 +304,7 @@ impl WorkQueue for SqliteQueue {
             .bind(&task.token)
             .fetch_all(&self.pool)
             .await?;
-            let mut rows: Vec<(i64, Vec<u8>)> = rows
-                .iter()
-                .map(|r| (r.get("seq"), r.get("payload")))
-                .collect();
+            let mut rows: Vec<(i64, Vec<u8>)> = rows.iter().map(|r| (r.get("seq"), r.get("payload"))).collect();
             rows.sort_by_key(|(seq, _)| *seq);
             Ok(rows
                 .into_iter()

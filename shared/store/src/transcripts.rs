@@ -42,11 +42,7 @@ impl Store {
             .iter()
             .map(|row| StoredMessage {
                 id: row.get("id"),
-                role: if row.get::<String, _>("role") == "assistant" {
-                    Role::Assistant
-                } else {
-                    Role::User
-                },
+                role: if row.get::<String, _>("role") == "assistant" { Role::Assistant } else { Role::User },
                 content: row.get("content"),
                 created_at: row.get("created_at"),
             })
@@ -73,10 +69,7 @@ impl Store {
                 .await?;
         }
         for event_id in pending_event_ids {
-            sqlx::query("DELETE FROM pending_turns WHERE event_id = ?1")
-                .bind(event_id)
-                .execute(&mut *tx)
-                .await?;
+            sqlx::query("DELETE FROM pending_turns WHERE event_id = ?1").bind(event_id).execute(&mut *tx).await?;
         }
         tx.commit().await?;
         if let Some(max) = self.max_history_messages {

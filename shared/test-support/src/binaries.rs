@@ -5,11 +5,7 @@ use std::path::PathBuf;
 pub fn binary(name: &str) -> PathBuf {
     let exe = std::env::current_exe().unwrap_or_default();
     // target/<profile>/deps/<test-binary> → target/<profile>/<name>
-    let profile_dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .map(PathBuf::from)
-        .unwrap_or_default();
+    let profile_dir = exe.parent().and_then(|deps| deps.parent()).map(PathBuf::from).unwrap_or_default();
     let path = profile_dir.join(name);
     assert!(
         path.exists(),

@@ -36,12 +36,7 @@ impl Reply {
 
     /// Several tool calls in one response; arguments given as raw text (may be invalid JSON on purpose).
     pub fn tools_raw(calls: &[(&str, &str)]) -> Self {
-        Self::ToolCalls(
-            calls
-                .iter()
-                .map(|(n, a)| ((*n).into(), (*a).into()))
-                .collect(),
-        )
+        Self::ToolCalls(calls.iter().map(|(n, a)| ((*n).into(), (*a).into())).collect())
     }
 }
 
@@ -53,6 +48,8 @@ pub struct Script {
     /// Replies sent before the script proper, one per request (for example errors to be retried).
     pub failures_first: Vec<Reply>,
     pub delay: Duration,
+    /// Match when the user message contains `user_message` rather than equals it.
+    pub contains: bool,
 }
 
 impl Script {
@@ -62,7 +59,13 @@ impl Script {
             replies,
             failures_first: Vec::new(),
             delay: Duration::ZERO,
+            contains: false,
         }
+    }
+
+    /// A script for any user message that contains `fragment` (for texts with ids in them).
+    pub fn containing(fragment: &str, replies: Vec<Reply>) -> Self {
+        Self { contains: true, ..Self::new(fragment, replies) }
     }
 
     pub fn fail_first(mut self, failures: Vec<Reply>) -> Self {
@@ -93,23 +96,16 @@ pub struct ScriptedLlm {
 
 impl ScriptedLlm {
     pub async fn start(scripts: Vec<Script>) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind the scripted LLM server");
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind the scripted LLM server");
         let addr = listener.local_addr().expect("local addr");
-        let state = Arc::new(Mutex::new(State {
-            scripts,
-            ..State::default()
-        }));
+        let state = Arc::new(Mutex::new(State { scripts, ..State::default() }));
         let shared = state.clone();
         let task = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 let state = shared.clone();
                 tokio::spawn(async move {
                     let service = service_fn(move |req| handle(state.clone(), req));
-                    let _ = http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
+                    let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
                 });
             }
         });
@@ -123,10 +119,7 @@ impl ScriptedLlm {
 
     /// Every chat-completions request body received so far.
     pub fn requests(&self) -> Vec<Value> {
-        self.state
-            .lock()
-            .map(|s| s.requests.clone())
-            .unwrap_or_default()
+        self.state.lock().map(|s| s.requests.clone()).unwrap_or_default()
     }
 
     /// Delay applied to every reply whose script sets none.
@@ -153,18 +146,12 @@ fn last_user_index(messages: &[Value]) -> Option<usize> {
     messages.iter().rposition(|m| m["role"] == "user")
 }
 
-async fn handle(
-    state: Arc<Mutex<State>>,
-    req: Request<Incoming>,
-) -> Result<Response<Full<Bytes>>, hyper::Error> {
+async fn handle(state: Arc<Mutex<State>>, req: Request<Incoming>) -> Result<Response<Full<Bytes>>, hyper::Error> {
     let path = req.uri().path().to_string();
     let body = req.into_body().collect().await?.to_bytes();
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     if !path.ends_with("/chat/completions") {
-        return Ok(respond(
-            404,
-            json!({ "error": { "message": format!("no route {path}") } }).to_string(),
-        ));
+        return Ok(respond(404, json!({ "error": { "message": format!("no route {path}") } }).to_string()));
     }
     let messages = request["messages"].as_array().cloned().unwrap_or_default();
     let (reply, delay) = {
@@ -179,10 +166,7 @@ async fn handle(
         tokio::time::sleep(delay).await;
     }
     Ok(match reply {
-        Reply::Text(text) => respond(
-            200,
-            completion(json!({ "role": "assistant", "content": text }), "stop"),
-        ),
+        Reply::Text(text) => respond(200, completion(json!({ "role": "assistant", "content": text }), "stop")),
         Reply::ToolCalls(calls) => {
             let calls: Vec<Value> = calls
                 .iter()
@@ -192,13 +176,7 @@ async fn handle(
                             "function": { "name": name, "arguments": args } })
                 })
                 .collect();
-            respond(
-                200,
-                completion(
-                    json!({ "role": "assistant", "content": null, "tool_calls": calls }),
-                    "tool_calls",
-                ),
-            )
+            respond(200, completion(json!({ "role": "assistant", "content": null, "tool_calls": calls }), "tool_calls"))
         }
         Reply::Status(status, body) => respond(status, body),
         Reply::Raw(body) => respond(200, body),
@@ -209,35 +187,22 @@ fn choose(state: &mut State, messages: &[Value]) -> (Reply, Duration) {
     let Some(user_index) = last_user_index(messages) else {
         return (Reply::Status(400, "no user message".into()), Duration::ZERO);
     };
-    let user_text = messages[user_index]["content"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let user_text = messages[user_index]["content"].as_str().unwrap_or_default().to_string();
     let Some(script) = state
         .scripts
         .iter()
-        .find(|s| s.user_message == user_text)
+        .find(|s| if s.contains { user_text.contains(&s.user_message) } else { s.user_message == user_text })
         .cloned()
     else {
-        return (
-            Reply::Text(format!("unscripted: {user_text}")),
-            state.default_delay,
-        );
+        return (Reply::Text(format!("unscripted: {user_text}")), state.default_delay);
     };
-    let delay = if script.delay.is_zero() {
-        state.default_delay
-    } else {
-        script.delay
-    };
-    let served = state.failures_served.entry(user_text).or_insert(0);
+    let delay = if script.delay.is_zero() { state.default_delay } else { script.delay };
+    let served = state.failures_served.entry(script.user_message.clone()).or_insert(0);
     if let Some(failure) = script.failures_first.get(*served) {
         *served += 1;
         return (failure.clone(), delay);
     }
-    let step = messages[user_index..]
-        .iter()
-        .filter(|m| m["role"] == "assistant")
-        .count();
+    let step = messages[user_index..].iter().filter(|m| m["role"] == "assistant").count();
     let reply = script
         .replies
         .get(step)
@@ -259,11 +224,7 @@ fn completion(message: Value, finish_reason: &str) -> String {
 
 fn respond(status: u16, body: String) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(Bytes::from(body)));
-    *response.status_mut() =
-        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    response.headers_mut().insert(
-        "content-type",
-        hyper::header::HeaderValue::from_static("application/json"),
-    );
+    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    response.headers_mut().insert("content-type", hyper::header::HeaderValue::from_static("application/json"));
     response
 }

@@ -5,6 +5,7 @@
 pub mod chat;
 pub mod runtime;
 mod services;
+pub mod tasks;
 pub mod utility;
 
 pub use services::ToolServices;
@@ -18,4 +19,11 @@ pub fn main_agent_tools(services: &ToolServices) -> ToolRegistry {
     chat::register(&mut registry, services);
     utility::register(&mut registry, services);
     registry
+}
+
+/// Every built-in tool a task worker may be granted; specialists filter it by their own policy. Tools that
+/// need a conversation (chat history) are absent.
+pub fn worker_tools(services: &ToolServices) -> ToolRegistry {
+    let services = ToolServices { store: None, ..services.clone() };
+    main_agent_tools(&services)
 }

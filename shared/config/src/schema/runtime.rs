@@ -153,6 +153,11 @@ section! {
         pub delegation_mode: DelegationMode = DelegationMode::Auto,
         pub history: bool = false,
         pub worker_extensions: Vec<String> = vec![],
+        /// minibot-rs: worker processes the orchestrator starts and supervises itself (SQLite backend only;
+        /// with RabbitMQ, run `minibot-worker` wherever you like). 0 starts none.
+        pub local_workers: u32 = 2,
+        /// minibot-rs: least seconds between two progress notes of one task in its chat (0 turns them off).
+        pub progress_interval_seconds: f64 = 3.0,
         pub sqlite: TasksSqliteSection = TasksSqliteSection::default(),
     }
 }

@@ -28,10 +28,7 @@ impl GetSettings {
         let mut tools = Map::new();
         let t = &c.tools;
         if t.time.enabled {
-            tools.insert(
-                "current_datetime".into(),
-                json!({ "default_format": t.time.default_format }),
-            );
+            tools.insert("current_datetime".into(), json!({ "default_format": t.time.default_format }));
         }
         if t.calculator.enabled {
             tools.insert(
@@ -42,10 +39,7 @@ impl GetSettings {
             );
         }
         if t.wait.enabled {
-            tools.insert(
-                "wait".into(),
-                json!({ "max_milliseconds": t.wait.max_milliseconds }),
-            );
+            tools.insert("wait".into(), json!({ "max_milliseconds": t.wait.max_milliseconds }));
         }
         if t.python_exec.enabled {
             tools.insert(
@@ -78,10 +72,7 @@ impl GetSettings {
             tools.insert("grep".into(), json!({ "max_matches": t.grep.max_matches }));
         }
         if t.http_client.enabled {
-            tools.insert(
-                "http_request".into(),
-                json!({ "timeout_seconds": t.http_client.timeout_seconds }),
-            );
+            tools.insert("http_request".into(), json!({ "timeout_seconds": t.http_client.timeout_seconds }));
         }
         if t.apply_patch.enabled {
             tools.insert(
@@ -115,8 +106,7 @@ impl GetSettings {
             report["tasks"] = json!({ "backend": c.tasks.backend.as_str() });
         }
         if c.scheduler.prompts.enabled {
-            report["scheduler"] =
-                json!({ "poll_interval_seconds": c.scheduler.prompts.poll_interval_seconds });
+            report["scheduler"] = json!({ "poll_interval_seconds": c.scheduler.prompts.poll_interval_seconds });
         }
         if c.vault.enabled {
             report["vault"] = json!({ "enabled": true });
@@ -166,11 +156,7 @@ mod tests {
         )
         .expect("config");
         let tool = GetSettings::new(Arc::new(config));
-        let text = tool
-            .call(Args {}, &ToolContext::default())
-            .await
-            .expect("report")
-            .to_string();
+        let text = tool.call(Args {}, &ToolContext::default()).await.expect("report").to_string();
         for secret in ["sk-secret-123", "pw@proxy", "tg-secret", "web-secret"] {
             assert!(!text.contains(secret), "leaked {secret}: {text}");
         }

@@ -1,0 +1,11 @@
+//! Background tasks on the orchestrator side: [`hub::TaskHub`] serves the delegation tools (records, queue,
+//! limits), [`coordinator::TaskCoordinator`] applies worker events and routes results and progress to chats,
+//! [`local_workers::LocalWorkers`] starts and supervises worker processes for the SQLite backend.
+
+pub mod coordinator;
+pub mod hub;
+pub mod local_workers;
+mod texts;
+
+pub use hub::TaskHub;
+pub use local_workers::WorkerCommand;

@@ -1,0 +1,48 @@
+use super::TaskService;
+use minibot_agent::{Tool, ToolContext, ToolResult};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+pub struct CancelTask {
+    service: Arc<dyn TaskService>,
+}
+
+impl CancelTask {
+    pub fn new(service: Arc<dyn TaskService>) -> Self {
+        Self { service }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    task_id: String,
+}
+
+impl Tool for CancelTask {
+    type Args = Args;
+
+    fn name(&self) -> &str {
+        "cancel_task"
+    }
+
+    fn description(&self) -> String {
+        "Cancel a queued or running background task by its id (or a unique prefix of at least 8 characters). \
+         A cancelled task reports nothing."
+            .into()
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": { "task_id": { "type": "string" } },
+            "required": ["task_id"],
+            "additionalProperties": false
+        })
+    }
+
+    async fn call(&self, args: Args, ctx: &ToolContext) -> ToolResult {
+        self.service.cancel(args.task_id.trim(), ctx).await
+    }
+}

@@ -1,0 +1,169 @@
+//! Background tasks with the SQLite queue: the real orchestrator starts real worker processes.
+
+use minibot_e2e::{Home, Reply, Script, ScriptedLlm, children_of, kill_hard, stderr, stdout};
+use serde_json::json;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+const TASKS: &str = "[tasks]\nlocal_workers = 2\nprogress_interval_seconds = 0.01\n";
+
+fn requests_for(llm: &ScriptedLlm, user_text: &str) -> usize {
+    llm.requests()
+        .iter()
+        .filter(|r| {
+            r["messages"]
+                .as_array()
+                .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+                .map(|m| m["content"].clone())
+                == Some(json!(user_text))
+        })
+        .count()
+}
+
+async fn attempts(home: &Home) -> Vec<(String, i64)> {
+    let url = format!("sqlite://{}", home.path().join("data/tasks.db").display());
+    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    let rows = sqlx::query_as::<_, (String, i64)>("SELECT status, attempts FROM tasks").fetch_all(&pool).await.unwrap();
+    pool.close().await;
+    rows
+}
+
+#[tokio::test]
+async fn spawn_task_result_reaches_the_chat_with_progress() {
+    let llm = ScriptedLlm::start(vec![
+        Script::new(
+            "research the answer",
+            vec![
+                Reply::tool("spawn_task", json!({ "prompt": "find the answer to everything" })),
+                Reply::text("I started a background task."),
+            ],
+        ),
+        Script::new(
+            "find the answer to everything",
+            vec![Reply::tool("calculate_expression", json!({ "expression": "6*7" })), Reply::text("The answer is 42.")],
+        ),
+    ])
+    .await;
+    let home = Home::new(&llm.base_url(), TASKS);
+    let output = minibot_e2e::run(home.minibot(&["console", "--once", "research the answer"])).await;
+    assert!(output.status.success(), "stderr: {}", stderr(&output));
+    assert_eq!(stdout(&output), "I started a background task.\nThe answer is 42.\n");
+    assert!(stderr(&output).contains("⋯ task"), "progress shown: {}", stderr(&output));
+    // The worker ran the generic agent with the task prompt, and its tool result went back to its model.
+    assert_eq!(requests_for(&llm, "find the answer to everything"), 2);
+    assert_eq!(attempts(&home).await, [("done".to_string(), 1)]);
+}
+
+#[tokio::test]
+async fn delegate_result_comes_back_to_the_main_agent() {
+    let llm = ScriptedLlm::start(vec![
+        Script::new(
+            "delegate the sum",
+            vec![Reply::tool("delegate", json!({ "prompt": "compute 6*7 please" })), Reply::text("Working on it.")],
+        ),
+        Script::new("compute 6*7 please", vec![Reply::text("42")]),
+        Script::containing("<task_output>\n42\n</task_output>", vec![Reply::text("The worker says 42.")]),
+    ])
+    .await;
+    let home = Home::new(&llm.base_url(), TASKS);
+    let output = minibot_e2e::run(home.minibot(&["console", "--once", "delegate the sum"])).await;
+    assert!(output.status.success(), "stderr: {}", stderr(&output));
+    assert_eq!(stdout(&output), "Working on it.\nThe worker says 42.\n");
+    let continuation = llm
+        .requests()
+        .into_iter()
+        .find(|r| r.to_string().contains("<task_output>"))
+        .expect("the result came back as a turn");
+    assert!(continuation.to_string().contains("untrusted"), "the result is fenced as untrusted data");
+}
+
+/// Starts `console --once`, kills its workers each time the slow task reaches the model, returns the output.
+async fn run_killing_workers(home: &Home, llm: &ScriptedLlm, kills: usize) -> std::process::Output {
+    let mut command = home.minibot(&["console", "--once", "long job"]);
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let child = command.spawn().unwrap();
+    let pid = child.id();
+    let waiter = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap());
+    for round in 1..=kills {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while requests_for(llm, "slow work") < round {
+            assert!(Instant::now() < deadline, "the task reached the model {round} time(s)");
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        let workers = children_of(pid);
+        assert!(!workers.is_empty(), "the orchestrator runs local workers");
+        for worker in workers {
+            kill_hard(worker);
+        }
+    }
+    waiter.await.unwrap()
+}
+
+#[tokio::test]
+async fn a_killed_worker_task_is_finished_by_another_worker() {
+    let llm = ScriptedLlm::start(vec![
+        Script::new(
+            "long job",
+            vec![Reply::tool("spawn_task", json!({ "prompt": "slow work" })), Reply::text("Started.")],
+        ),
+        Script::new("slow work", vec![Reply::text("slow result")]).delay(Duration::from_secs(2)),
+    ])
+    .await;
+    let home = Home::new(&llm.base_url(), TASKS);
+    let output = run_killing_workers(&home, &llm, 1).await;
+    assert!(output.status.success(), "stderr: {}", stderr(&output));
+    assert_eq!(stdout(&output), "Started.\nslow result\n", "exactly one result");
+    assert_eq!(attempts(&home).await, [("done".to_string(), 2)]);
+}
+
+#[tokio::test]
+async fn a_task_whose_worker_always_dies_fails_after_max_attempts() {
+    let llm = ScriptedLlm::start(vec![
+        Script::new(
+            "long job",
+            vec![Reply::tool("spawn_task", json!({ "prompt": "slow work" })), Reply::text("Started.")],
+        ),
+        Script::new("slow work", vec![Reply::text("never seen")]).delay(Duration::from_secs(60)),
+    ])
+    .await;
+    let home = Home::new(&llm.base_url(), &format!("{TASKS}[tasks.sqlite]\nmax_attempts = 2\n"));
+    let output = run_killing_workers(&home, &llm, 2).await;
+    assert_eq!(output.status.code(), Some(1), "stderr: {}", stderr(&output));
+    let out = stdout(&output);
+    assert!(out.starts_with("Started.\nThe background task failed"), "{out}");
+    assert!(out.contains("2 times"), "{out}");
+    assert_eq!(attempts(&home).await, [("failed".to_string(), 3)]);
+}
+
+#[tokio::test]
+async fn bad_task_arguments_are_answered_to_the_model() {
+    let llm = ScriptedLlm::start(vec![Script::new(
+        "try bad tasks",
+        vec![
+            Reply::tools_raw(&[
+                ("spawn_task", r#"{"prompt":"x","agent_name":"nobody"}"#),
+                ("delegate", r#"{"prompt":"x","timeout_seconds":999999}"#),
+            ]),
+            Reply::text("Those did not work."),
+        ],
+    )])
+    .await;
+    let home = Home::new(&llm.base_url(), TASKS);
+    let output = minibot_e2e::run(home.minibot(&["console", "--once", "try bad tasks"])).await;
+    assert_eq!(stdout(&output), "Those did not work.\n", "stderr: {}", stderr(&output));
+    let last = llm.requests().pop().unwrap().to_string();
+    assert!(last.contains("task:unknown_agent") && last.contains("nobody"), "{last}");
+    assert!(last.contains("above the worker limit"), "{last}");
+    assert!(attempts(&home).await.is_empty(), "nothing was queued");
+}
+
+#[tokio::test]
+async fn a_broken_agent_file_stops_start_up_with_its_name() {
+    let home = Home::new("http://127.0.0.1:9/v1", "");
+    std::fs::create_dir_all(home.path().join("agents")).unwrap();
+    std::fs::write(home.path().join("agents/helper.md"), "---\nname: helper\ncolour: blue\n---\nYou help.\n").unwrap();
+    let output = minibot_e2e::run(home.minibot(&["console", "--once", "hi"])).await;
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    assert!(err.contains("agents/helper.md") && err.contains("colour"), "{err}");
+}

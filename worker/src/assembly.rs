@@ -1,0 +1,110 @@
+//! Builds the agent for one task: which specialist, its system prompt, its model and its tools.
+//! Agent files are read again for every task, so an edited specialist takes effect without a restart.
+
+use minibot_agent::{Limits, ModelSettings, PromptBuilder, PromptLibrary, ToolPolicy, ToolRegistry};
+use minibot_config::{AgentDefinition, Config, LlmEndpoint, load_agents};
+use minibot_protocol::TaskEnvelope;
+use minibot_tools::ToolServices;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Tools a worker never has: delegation belongs to the main agent.
+pub const RESERVED_TOOLS: &[&str] =
+    &["spawn_task", "delegate", "cancel_task", "list_tasks", "get_task", "message_task", "fetch_agent_info"];
+
+const WORKER_SUFFIX: &str = "You are an isolated task worker. Complete the task you are given with the tools you \
+have. Do not delegate and do not ask the user questions: nobody reads your intermediate messages. Return only the \
+task result needed by the main agent.";
+
+pub struct Assembled {
+    pub endpoint: LlmEndpoint,
+    pub model: ModelSettings,
+    pub tools: ToolRegistry,
+    pub system_prompt: String,
+    pub limits: Limits,
+    pub agent_label: String,
+}
+
+/// What went wrong assembling: the task fails with this text.
+pub type AssemblyError = String;
+
+pub fn assemble(config: &Arc<Config>, task: &TaskEnvelope) -> Result<Assembled, AssemblyError> {
+    let library = PromptLibrary::new(Some(config.resolve_path(&config.llm.prompts_dir)));
+    let agent = match task.agent_name.as_deref().filter(|n| !n.is_empty()) {
+        Some(name) => Some(find_agent(config, name)?),
+        None => None,
+    };
+    let overrides = &task.model_overrides;
+    let provider = overrides.model_provider.as_deref().or(agent.as_ref().and_then(|a| a.model_provider.as_deref()));
+    let model = overrides.model.as_deref().or(agent.as_ref().and_then(|a| a.model.as_deref()));
+    let effort = overrides.reasoning_effort.as_deref().or(agent.as_ref().and_then(|a| a.reasoning_effort.as_deref()));
+    let endpoint = config.llm_for(provider, model, effort)?;
+    endpoint.require_key(&config.origin()).map_err(|e| e.to_string())?;
+
+    let services = ToolServices { config: config.clone(), store: None };
+    let all = minibot_tools::worker_tools(&services);
+    let tools = match &agent {
+        Some(agent) => specialist_tools(&all, agent)?,
+        None => all,
+    };
+    let tools =
+        tools.filtered(&ToolPolicy::Deny(minibot_agent::Patterns::new(RESERVED_TOOLS).map_err(|e| e.to_string())?));
+
+    let mut prompt = match &agent {
+        Some(agent) => PromptBuilder::new(agent.system_prompt.clone()),
+        None => {
+            let base = minibot_agent::prompt::main_base_prompt(config, &library).map_err(|e| e.to_string())?;
+            let mut builder = PromptBuilder::new(base);
+            builder.push(WORKER_SUFFIX);
+            builder
+        }
+    };
+    prompt.push(minibot_agent::prompt::environment_fragment(config));
+    let temperature = match &agent {
+        Some(agent) if agent.omit_temperature => None,
+        Some(agent) => agent.temperature.or(endpoint.temperature),
+        None => endpoint.temperature,
+    };
+    let max_tokens = agent.as_ref().and_then(|a| a.max_new_tokens).or(endpoint.max_new_tokens);
+    Ok(Assembled {
+        model: ModelSettings {
+            model: endpoint.model.clone(),
+            temperature,
+            max_tokens,
+            reasoning_effort: endpoint.reasoning_effort.clone(),
+        },
+        tools,
+        system_prompt: prompt.build(),
+        limits: Limits {
+            max_steps: task.limits.max_steps,
+            max_tool_calls: task.limits.max_tool_calls,
+            timeout: Duration::from_secs(task.limits.timeout_seconds.max(1)),
+        },
+        agent_label: agent.map_or_else(|| "task_worker".to_string(), |a| a.name),
+        endpoint,
+    })
+}
+
+fn find_agent(config: &Config, name: &str) -> Result<AgentDefinition, AssemblyError> {
+    if !config.specialists_enabled() {
+        return Err("specialists are disabled ([orchestration.specialists] enabled = false)".into());
+    }
+    let dir = config.resolve_path(&config.orchestration.directory);
+    let agents = load_agents(&dir).map_err(|e| e.to_string())?;
+    let names: Vec<String> = agents.iter().map(|a| a.name.clone()).collect();
+    agents
+        .into_iter()
+        .find(|a| a.name == name)
+        .ok_or_else(|| format!("no specialist named `{name}` in {}; available: {}", dir.display(), names.join(", ")))
+}
+
+/// MiniBot's specialist policy: `tools_allow` grants only the matching tools, `tools_deny` grants everything
+/// else, and a specialist with neither gets no built-in tools.
+fn specialist_tools(all: &ToolRegistry, agent: &AgentDefinition) -> Result<ToolRegistry, AssemblyError> {
+    if agent.tools_allow.is_empty() && agent.tools_deny.is_empty() {
+        return Ok(ToolRegistry::new());
+    }
+    let policy = ToolPolicy::from_lists(&agent.tools_allow, &agent.tools_deny)
+        .map_err(|e| format!("agent {}: {e}", agent.name))?;
+    Ok(all.filtered(&policy))
+}

@@ -1,0 +1,196 @@
+//! Runs one claimed task: the agent loop under the task's limits, progress and control messages alongside,
+//! then the terminal event and the settlement of the claim.
+
+use crate::assembly::{Assembled, assemble};
+use minibot_agent::{AgentError, AgentEvent, AgentRun, StopReason, ToolContext};
+use minibot_config::Config;
+use minibot_protocol::{ControlKind, TaskOutcome, WorkerEvent, WorkerEventKind};
+use minibot_queue::{ClaimedTask, QueueError, WorkQueue};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+const CONTROL_POLL: Duration = Duration::from_millis(200);
+/// Least time between two progress events of one task.
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(250);
+const STEER_PREFIX: &str = "Message from the agent that assigned you this task, sent while you work on it. \
+Follow it from now on:\n\n";
+
+pub struct Worker {
+    pub config: Arc<Config>,
+    pub queue: Arc<dyn WorkQueue>,
+    pub worker_id: String,
+}
+
+enum Interrupt {
+    Cancelled,
+    LeaseLost,
+}
+
+impl Worker {
+    /// Claims and runs tasks until the queue fails.
+    pub async fn run(&self) -> Result<(), QueueError> {
+        loop {
+            let task = self.queue.claim().await?;
+            tracing::info!(task_id = %task.envelope.task_id, attempt = task.attempt, agent = ?task.envelope.agent_name, "task claimed");
+            if let Err(error) = self.run_task(&task).await {
+                tracing::error!(task_id = %task.envelope.task_id, error = %error, "task ended without settling");
+            }
+        }
+    }
+
+    fn event(&self, task: &ClaimedTask, kind: WorkerEventKind) -> WorkerEvent {
+        WorkerEvent::new(&task.envelope.task_id, task.attempt, &self.worker_id, kind)
+    }
+
+    pub async fn run_task(&self, task: &ClaimedTask) -> Result<(), QueueError> {
+        self.queue.emit(task, &self.event(task, WorkerEventKind::Started)).await?;
+        let finished = match assemble(&self.config, &task.envelope) {
+            Ok(assembled) => match self.execute(task, assembled).await {
+                Ok(kind) => kind,
+                Err(Interrupt::LeaseLost) => {
+                    tracing::warn!(task_id = %task.envelope.task_id, "lease lost; another worker owns the task now");
+                    return Ok(());
+                }
+                Err(Interrupt::Cancelled) => finished(TaskOutcome::Cancelled, "cancelled", None, None),
+            },
+            Err(error) => finished(TaskOutcome::Failed, "worker_error", None, Some(error)),
+        };
+        match self.queue.emit(task, &self.event(task, finished)).await {
+            Ok(()) => self.queue.settle(task).await,
+            Err(QueueError::LeaseLost { .. }) => {
+                tracing::warn!(task_id = %task.envelope.task_id, "result dropped: the lease was lost");
+                Ok(())
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    async fn execute(&self, task: &ClaimedTask, assembled: Assembled) -> Result<WorkerEventKind, Interrupt> {
+        let provider = match minibot_llm::provider_for(&assembled.endpoint).map_err(|e| e.to_string()) {
+            Ok(provider) => provider,
+            Err(error) => return Ok(finished(TaskOutcome::Failed, "provider_error", None, Some(error))),
+        };
+        let (inbox_tx, mut inbox_rx) = mpsc::unbounded_channel();
+        let (events_tx, events_rx) = mpsc::unbounded_channel::<AgentEvent>();
+        let on_event = move |event: AgentEvent| {
+            let _ = events_tx.send(event);
+        };
+        let envelope = &task.envelope;
+        let mut prompt = envelope.prompt.clone();
+        if let Some(context) = envelope.context_json.as_deref().filter(|c| !c.trim().is_empty()) {
+            prompt.push_str("\n\nContext:\n");
+            prompt.push_str(context);
+        }
+        let run = AgentRun {
+            provider: provider.as_ref(),
+            model: &assembled.model,
+            tools: &assembled.tools,
+            system_prompt: assembled.system_prompt.clone(),
+            history: Vec::new(),
+            user_message: prompt,
+            limits: assembled.limits,
+            context: ToolContext {
+                session_id: format!("task:{}", envelope.task_id),
+                channel: envelope.channel.clone(),
+                chat_id: envelope.chat_id,
+                user_id: envelope.user_id,
+                owner_id: envelope.owner_id.clone(),
+                call_id: String::new(),
+                turn_id: String::new(),
+                task_depth: 0,
+            },
+            inbox: Some(&mut inbox_rx),
+            on_event: &on_event,
+        };
+        let result = tokio::select! {
+            result = run.run() => result,
+            interrupt = self.watch_controls(task, inbox_tx) => return Err(interrupt),
+            interrupt = self.report_progress(task, events_rx) => return Err(interrupt),
+        };
+        Ok(match result {
+            Ok(outcome) => {
+                let (status, text, error) = match outcome.stop_reason {
+                    StopReason::Completed => (TaskOutcome::Done, Some(outcome.answer), None),
+                    StopReason::Timeout => (TaskOutcome::TimedOut, None, Some(outcome.answer)),
+                    _ => (TaskOutcome::Failed, None, Some(outcome.answer)),
+                };
+                WorkerEventKind::Finished {
+                    outcome: status,
+                    stop_reason: outcome.stop_reason.as_str().into(),
+                    text,
+                    error,
+                    steps: outcome.steps,
+                    tool_calls: outcome.tool_calls,
+                    total_tokens: outcome.usage.total_tokens,
+                }
+            }
+            Err(AgentError::Provider(error)) => {
+                finished(TaskOutcome::Failed, "provider_error", None, Some(error.to_string()))
+            }
+            Err(error @ AgentError::FatalTool { .. }) => {
+                finished(TaskOutcome::Failed, "worker_error", None, Some(error.to_string()))
+            }
+        })
+    }
+
+    /// Polls control messages; returns only when the task must stop.
+    async fn watch_controls(&self, task: &ClaimedTask, inbox: mpsc::UnboundedSender<String>) -> Interrupt {
+        loop {
+            match self.queue.controls(task).await {
+                Ok(messages) => {
+                    for message in messages {
+                        match message.kind {
+                            ControlKind::Cancel => return Interrupt::Cancelled,
+                            ControlKind::Steer { text } => {
+                                let _ = inbox.send(format!("{STEER_PREFIX}{text}"));
+                            }
+                        }
+                    }
+                }
+                Err(QueueError::LeaseLost { .. }) => return Interrupt::LeaseLost,
+                Err(error) => tracing::warn!(error = %error, "cannot read control messages"),
+            }
+            tokio::time::sleep(CONTROL_POLL).await;
+        }
+    }
+
+    /// Turns agent events into progress events (rate-limited); they also renew the lease.
+    async fn report_progress(&self, task: &ClaimedTask, mut events: mpsc::UnboundedReceiver<AgentEvent>) -> Interrupt {
+        let mut step = 0;
+        let mut tool_names: Vec<String> = Vec::new();
+        let mut last_sent: Option<Instant> = None;
+        while let Some(event) = events.recv().await {
+            match event {
+                AgentEvent::StepStarted { step: s } => {
+                    step = s;
+                    tool_names.clear();
+                }
+                AgentEvent::ToolStarted { name, .. } => tool_names.push(name),
+                AgentEvent::ToolFinished { .. } => continue,
+            }
+            if last_sent.is_some_and(|at| at.elapsed() < PROGRESS_INTERVAL) {
+                continue;
+            }
+            let progress = WorkerEventKind::Progress { step, tool_names: tool_names.clone(), total_tokens: 0 };
+            match self.queue.emit(task, &self.event(task, progress)).await {
+                Ok(()) => last_sent = Some(Instant::now()),
+                Err(QueueError::LeaseLost { .. }) => return Interrupt::LeaseLost,
+                Err(error) => tracing::warn!(error = %error, "cannot report progress"),
+            }
+        }
+        std::future::pending().await
+    }
+}
+
+fn finished(outcome: TaskOutcome, stop_reason: &str, text: Option<String>, error: Option<String>) -> WorkerEventKind {
+    WorkerEventKind::Finished {
+        outcome,
+        stop_reason: stop_reason.into(),
+        text,
+        error,
+        steps: 0,
+        tool_calls: 0,
+        total_tokens: 0,
+    }
+}
