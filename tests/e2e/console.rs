@@ -108,13 +108,13 @@ async fn a_turn_killed_mid_flight_is_answered_after_restart() {
 }
 
 #[tokio::test]
-async fn worker_checks_its_config() {
-    let home = Home::new("http://127.0.0.1:9/v1", "");
+async fn worker_refuses_a_bad_config_with_the_key() {
+    let home = Home::new("http://127.0.0.1:9/v1", "[tasks]\nbackend = \"kafka\"\n");
     let output = tokio::task::spawn_blocking(move || {
         std::process::Command::new(binary("minibot-worker")).arg("--config").arg(home.config()).output().unwrap()
     })
     .await
     .unwrap();
-    assert!(output.status.success());
-    assert!(stdout(&output).contains("is valid"), "{}", stdout(&output));
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("tasks.backend"), "{}", stderr(&output));
 }
