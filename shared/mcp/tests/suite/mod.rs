@@ -1,0 +1,5 @@
+mod bridge;
+mod failures;
+mod lazy;
+mod peers;
+mod reload;
