@@ -292,6 +292,9 @@ impl McpServer {
         };
         let mut cmd = tokio::process::Command::new(command);
         cmd.args(&self.config.args);
+        // rmcp kills the child from a spawned task on drop, which never runs if the runtime is going away; this
+        // kills it synchronously as well.
+        cmd.kill_on_drop(true);
         // A non-empty `env` replaces the child's whole environment, as in 0.36: it keeps secrets of the daemon
         // away from third-party servers.
         if !self.config.env.is_empty() {
