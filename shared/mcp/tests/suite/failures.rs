@@ -151,15 +151,50 @@ async fn child_stderr_goes_to_the_log_with_the_server_name() {
     // #[tokio::test] runs every task on this thread, so the stderr pump logs through this subscriber.
     let _guard = tracing::subscriber::set_default(subscriber);
     let dir = tempfile::tempdir().unwrap();
-    let hub = McpHub::start(&section(vec![fixture_server("noisy", McpMode::Bridge, &dir.path().join("s"))])).await;
+    let hub = McpHub::start(&section(vec![fixture_server(
+        "noisy",
+        McpMode::Bridge,
+        &dir.path().join("s"),
+    )]))
+    .await;
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let text = String::from_utf8_lossy(&captured.0.lock().unwrap()).into_owned();
-        if text.lines().any(|l| l.contains("fixture: ready") && l.contains("server=noisy")) {
+        if text
+            .lines()
+            .any(|l| l.contains("fixture: ready") && l.contains("server=noisy"))
+        {
             break;
         }
         assert!(Instant::now() < deadline, "stderr line not logged: {text}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn restarted_http_server_is_reconnected() {
+    let port = free_port();
+    let peer = HttpEverything::spawn(port).await;
+    let mut mcp = section(vec![http_server("web", McpMode::Bridge, &peer.url)]);
+    mcp.timeout_seconds = 5.0;
+    let hub = McpHub::start(&mcp).await;
+    let echo = tool(&hub, "mcp_web__echo");
+    assert_eq!(call(&echo, json!({"message": "one"})).await["ok"], true);
+
+    drop(peer);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    let out = call(&echo, json!({"message": "down"})).await;
+    assert_eq!(out["ok"], false, "{out}");
+    assert!(
+        started.elapsed() < Duration::from_secs(7),
+        "{:?}",
+        started.elapsed()
+    );
+
+    let _peer = HttpEverything::spawn(port).await;
+    let out = call(&echo, json!({"message": "two"})).await;
+    assert_eq!(out["ok"], true, "{out}");
     hub.shutdown().await;
 }
