@@ -125,53 +125,6 @@ async fn disabled_section_starts_nothing() {
     assert!(hub.servers().is_empty());
 }
 
-/// Collects formatted log lines.
-#[derive(Clone, Default)]
-struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-#[tokio::test]
-async fn child_stderr_goes_to_the_log_with_the_server_name() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::INFO)
-        .finish();
-    // #[tokio::test] runs every task on this thread, so the stderr pump logs through this subscriber.
-    let _guard = tracing::subscriber::set_default(subscriber);
-    let dir = tempfile::tempdir().unwrap();
-    let hub = McpHub::start(&section(vec![fixture_server(
-        "noisy",
-        McpMode::Bridge,
-        &dir.path().join("s"),
-    )]))
-    .await;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let text = String::from_utf8_lossy(&captured.0.lock().unwrap()).into_owned();
-        if text
-            .lines()
-            .any(|l| l.contains("fixture: ready") && l.contains("server=noisy"))
-        {
-            break;
-        }
-        assert!(Instant::now() < deadline, "stderr line not logged: {text}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    hub.shutdown().await;
-}
-
 #[tokio::test]
 async fn restarted_http_server_is_reconnected() {
     let port = free_port();
