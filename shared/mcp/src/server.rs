@@ -9,6 +9,7 @@
 use crate::result::{CallOutput, flatten_content};
 use crate::{McpError, Result};
 use minibot_config::schema::{McpMode, McpServerSection, McpTransport};
+use process_wrap::tokio::{CommandWrap, ProcessGroup};
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::{RoleClient, RunningService, ServiceError};
@@ -45,7 +46,25 @@ pub struct McpServer {
     session: Mutex<Option<Arc<Session>>>,
     instructions: StdMutex<Option<String>>,
     catalog: Mutex<Option<(Instant, Vec<RemoteTool>)>>,
-    stderr_tail: Arc<StdMutex<VecDeque<String>>>,
+}
+
+/// The last stderr lines of a starting child, to explain a failed initialize.
+struct StderrTail {
+    pump: tokio::task::JoinHandle<()>,
+    tail: Arc<StdMutex<VecDeque<String>>>,
+}
+
+impl StderrTail {
+    /// Waits briefly for the pump to drain: a child that failed usually wrote its reason just before exiting.
+    async fn collect(self) -> Vec<String> {
+        let _ = tokio::time::timeout(Duration::from_millis(500), self.pump).await;
+        self.tail
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .cloned()
+            .collect()
+    }
 }
 
 impl std::fmt::Debug for McpServer {
@@ -65,7 +84,6 @@ impl McpServer {
             session: Mutex::new(None),
             instructions: StdMutex::new(None),
             catalog: Mutex::new(None),
-            stderr_tail: Arc::new(StdMutex::new(VecDeque::new())),
         }
     }
 
@@ -304,7 +322,11 @@ impl McpServer {
         if let Some(cwd) = &self.config.cwd {
             cmd.current_dir(cwd);
         }
-        let (transport, stderr) = TokioChildProcess::builder(cmd)
+        // Its own process group, so closing the session also stops grandchildren (`npx`, `uv run`, shell
+        // wrappers), which would otherwise outlive the server they launched.
+        let mut wrapped = CommandWrap::from(cmd);
+        wrapped.wrap(ProcessGroup::leader());
+        let (transport, stderr) = TokioChildProcess::builder(wrapped)
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|source| {
@@ -321,26 +343,25 @@ impl McpServer {
                     }
                 }
             })?;
-        self.stderr_tail
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
-        if let Some(stderr) = stderr {
-            let tail = Arc::clone(&self.stderr_tail);
+        let stderr = stderr.map(|stderr| {
+            let tail = Arc::new(StdMutex::new(VecDeque::new()));
+            let sink = Arc::clone(&tail);
             let name = server.clone();
-            tokio::spawn(async move {
+            let pump = tokio::spawn(async move {
                 let mut lines = BufReader::new(stderr).lines();
                 while let Ok(Some(line)) = lines.next_line().await {
                     tracing::info!(target: "minibot_mcp::stderr", server = %name, "{line}");
-                    let mut tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
+                    let mut tail = sink.lock().unwrap_or_else(PoisonError::into_inner);
                     if tail.len() == STDERR_TAIL_LINES {
                         tail.pop_front();
                     }
                     tail.push_back(line);
                 }
             });
-        }
-        self.initialize(client_config().serve(transport)).await
+            StderrTail { pump, tail }
+        });
+        self.initialize(client_config().serve(transport), stderr)
+            .await
     }
 
     async fn open_http(&self) -> Result<Session> {
@@ -376,10 +397,11 @@ impl McpServer {
             headers.insert(header_name, header_value);
         }
         let transport = StreamableHttpClientTransport::from_config(config.custom_headers(headers));
-        self.initialize(client_config().serve(transport)).await
+        self.initialize(client_config().serve(transport), None)
+            .await
     }
 
-    async fn initialize<F, E>(&self, serve: F) -> Result<Session>
+    async fn initialize<F, E>(&self, serve: F, stderr: Option<StderrTail>) -> Result<Session>
     where
         F: Future<Output = std::result::Result<Session, E>>,
         E: std::fmt::Display,
@@ -388,13 +410,12 @@ impl McpServer {
             Ok(Ok(session)) => Ok(session),
             Ok(Err(err)) => {
                 let mut message = err.to_string();
-                let tail = self
-                    .stderr_tail
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner);
-                if !tail.is_empty() {
-                    message.push_str("; stderr: ");
-                    message.push_str(&tail.iter().cloned().collect::<Vec<_>>().join(" | "));
+                if let Some(stderr) = stderr {
+                    let lines = stderr.collect().await;
+                    if !lines.is_empty() {
+                        message.push_str("; stderr: ");
+                        message.push_str(&lines.join(" | "));
+                    }
                 }
                 Err(McpError::Connect {
                     server: self.config.name.clone(),

@@ -130,7 +130,15 @@ async fn subset_starts_only_named_servers() {
     let hub = McpHub::start_subset(&mcp, &["fix".to_string(), "missing".to_string()]).await;
     let mut got = names(&hub);
     got.sort();
-    assert_eq!(got, vec!["mcp_fix__add", "mcp_fix__crash", "mcp_fix__hang"]);
+    assert_eq!(
+        got,
+        vec![
+            "mcp_fix__add",
+            "mcp_fix__crash",
+            "mcp_fix__exit_soon",
+            "mcp_fix__hang"
+        ]
+    );
     assert_eq!(hub.servers().len(), 1);
     hub.shutdown().await;
 }

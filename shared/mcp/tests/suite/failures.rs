@@ -151,3 +151,52 @@ async fn restarted_http_server_is_reconnected() {
     assert_eq!(out["ok"], true, "{out}");
     hub.shutdown().await;
 }
+
+#[tokio::test]
+async fn server_that_exited_between_calls_is_reconnected() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = McpHub::start(&section(vec![fixture_server(
+        "fix",
+        McpMode::Bridge,
+        &dir.path().join("s"),
+    )]))
+    .await;
+    let out = call(&tool(&hub, "mcp_fix__exit_soon"), json!({})).await;
+    assert_eq!(out["result"], "bye", "{out}");
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let out = call(&tool(&hub, "mcp_fix__add"), json!({"a": 1, "b": 2})).await;
+    assert_eq!(out["result"], "3", "{out}");
+    hub.shutdown().await;
+}
+
+fn alive(pid: &str) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap_or_default()
+            .contains(") Z ")
+}
+
+#[tokio::test]
+async fn shutdown_stops_grandchildren_of_a_wrapper_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("s");
+    let mut server = fixture_server("wrapped", McpMode::Bridge, &state);
+    // The shell stays as the parent because a command follows the server, like `npx` or `uv run` do.
+    let script = format!("{} {}; true", server.command.take().unwrap(), fixture());
+    server.command = Some("sh".into());
+    server.args = vec!["-c".into(), script];
+    let hub = McpHub::start(&section(vec![server])).await;
+    let out = call(&tool(&hub, "mcp_wrapped__add"), json!({"a": 1, "b": 1})).await;
+    assert_eq!(out["result"], "2", "{out}");
+    let pid = std::fs::read_to_string(dir.path().join("s.pid")).unwrap();
+    assert!(alive(&pid));
+    hub.shutdown().await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while alive(&pid) {
+        assert!(
+            Instant::now() < deadline,
+            "python grandchild {pid} outlived shutdown"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

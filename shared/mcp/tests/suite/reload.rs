@@ -41,8 +41,16 @@ async fn reload_adds_tools_and_keeps_failing_servers() {
     );
     assert_eq!(
         servers[1]["tools"].as_array().unwrap().len(),
-        3,
+        4,
         "failed server keeps its tools: {report}"
+    );
+    // The child's last stderr lines explain why it failed.
+    assert!(
+        servers[1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("told to fail"),
+        "{report}"
     );
 
     let out = call(&tool(&hub, "mcp_grow__extra"), json!({})).await;
