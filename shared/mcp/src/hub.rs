@@ -259,6 +259,15 @@ impl McpHub {
                 Arc::new(LazyCallTool::new(&self.prefix, Arc::clone(&server))),
             ],
         };
+        for tool in &tools {
+            if !provider_safe_name(tool.name()) {
+                tracing::warn!(
+                    server = %server.name(),
+                    tool = %tool.name(),
+                    "mcp tool name is not 1-64 chars of [A-Za-z0-9_-]; some providers will reject it"
+                );
+            }
+        }
         let instructions = server.instructions();
         Entry {
             server,
@@ -267,6 +276,14 @@ impl McpHub {
             error,
         }
     }
+}
+
+/// The tool-name pattern OpenAI-compatible providers enforce.
+fn provider_safe_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// `reload_mcp`: reloads every server of the hub that created it.

@@ -142,3 +142,26 @@ async fn subset_starts_only_named_servers() {
     assert_eq!(hub.servers().len(), 1);
     hub.shutdown().await;
 }
+
+#[tokio::test]
+async fn concurrent_calls_share_one_session() {
+    let hub = McpHub::start(&section(vec![everything_stdio(
+        "everything",
+        McpMode::Bridge,
+    )]))
+    .await;
+    let echo = tool(&hub, "mcp_everything__echo");
+    let calls = (0..20).map(|i| {
+        let echo = echo.clone();
+        async move { call(&echo, json!({"message": format!("n{i}")})).await }
+    });
+    let results = futures_util::future::join_all(calls).await;
+    for (i, out) in results.iter().enumerate() {
+        assert_eq!(out["ok"], true, "{out}");
+        assert!(
+            out["result"].as_str().unwrap().contains(&format!("n{i}")),
+            "{out}"
+        );
+    }
+    hub.shutdown().await;
+}
