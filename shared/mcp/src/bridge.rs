@@ -21,7 +21,9 @@ pub struct BridgeTool {
 impl BridgeTool {
     pub fn new(prefix: &str, server: Arc<McpServer>, remote: &RemoteTool) -> Self {
         let name = crate::binding_name(prefix, server.name(), &remote.name);
-        let description = format!("[{}] {}", server.name(), remote.description.trim());
+        let description = format!("[{}] {}", server.name(), remote.description.trim())
+            .trim_end()
+            .to_string();
         let parameters = normalize_input_schema(&remote.input_schema);
         Self {
             server,

@@ -79,7 +79,7 @@ impl McpHub {
     /// tools (bridge) or fallback descriptions (lazy); their bindings reconnect on use. Adds `reload_mcp` when
     /// `[tools.mcp].reload` is on. A disabled section gives an empty hub.
     pub async fn start(section: &McpSection) -> Arc<Self> {
-        Self::build(section, None, section.reload).await
+        Self::build(section, None, section.enabled && section.reload).await
     }
 
     /// Like [`McpHub::start`], for only the named servers (a specialist's `mcp_servers`) and without
@@ -115,7 +115,7 @@ impl McpHub {
                 if config.auth_secret.is_some() {
                     tracing::warn!(
                         server = %config.name,
-                        "mcp auth_secret must be resolved into an Authorization header by the caller; ignored"
+                        "mcp auth_secret not resolved (call apply_auth_secrets first); ignored"
                     );
                 }
                 servers.push(Arc::new(McpServer::new(config.clone(), timeout)));
@@ -162,7 +162,9 @@ impl McpHub {
                     .any(|t| visible.iter().any(|v| v == t.name()))
             })
             .filter_map(|e| {
-                let text = e.instructions.as_deref()?.trim();
+                // A server that was down at the last load but has connected since contributes what it sent.
+                let live = e.instructions.clone().or_else(|| e.server.instructions())?;
+                let text = live.trim();
                 Some(format!(
                     "## MCP server `{}` instructions\n\n{text}",
                     e.server.name()

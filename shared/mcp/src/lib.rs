@@ -20,6 +20,7 @@
 //!
 //! This is the only crate that depends on `rmcp`; its types stay out of the public API.
 
+mod auth;
 mod bridge;
 mod hub;
 mod lazy;
@@ -27,6 +28,7 @@ mod result;
 mod schema;
 mod server;
 
+pub use auth::apply_auth_secrets;
 pub use bridge::BridgeTool;
 pub use hub::{McpHub, ReloadReport, ServerReload, ServerStatus};
 pub use lazy::{LazyCallTool, LazyListTool};
