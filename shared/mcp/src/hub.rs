@@ -2,7 +2,7 @@
 
 use crate::bridge::BridgeTool;
 use crate::lazy::{LazyCallTool, LazyListTool};
-use crate::server::McpServer;
+use crate::server::{McpServer, RemoteTool};
 use futures_util::future::{BoxFuture, join_all};
 use minibot_agent::{DynTool, ToolContext, ToolResult};
 use minibot_config::schema::{McpMode, McpSection};
@@ -246,21 +246,7 @@ impl McpHub {
             tracing::error!(server = %server.name(), error = %err, "failed to load mcp tools");
             err.to_string()
         });
-        let tools: Vec<Arc<dyn DynTool>> = match server.mode() {
-            McpMode::Bridge => loaded
-                .iter()
-                .flatten()
-                .map(|remote| {
-                    Arc::new(BridgeTool::new(&self.prefix, Arc::clone(&server), remote))
-                        as Arc<dyn DynTool>
-                })
-                .collect(),
-            // Lazy bindings exist even when the server is down: they retry the connection when called.
-            McpMode::Lazy => vec![
-                Arc::new(LazyListTool::new(&self.prefix, Arc::clone(&server))),
-                Arc::new(LazyCallTool::new(&self.prefix, Arc::clone(&server))),
-            ],
-        };
+        let tools = bindings(&self.prefix, &server, loaded.as_deref().unwrap_or_default());
         for tool in &tools {
             if !provider_safe_name(tool.name()) {
                 tracing::warn!(
@@ -277,6 +263,28 @@ impl McpHub {
             instructions,
             error,
         }
+    }
+}
+
+/// The bindings of one server: one per remote tool (bridge) or `list_tools`/`call_tool` (lazy; `tools` is
+/// ignored). For callers that drive [`McpServer`]s themselves rather than through a hub.
+pub fn bindings(
+    prefix: &str,
+    server: &Arc<McpServer>,
+    tools: &[RemoteTool],
+) -> Vec<Arc<dyn DynTool>> {
+    match server.mode() {
+        McpMode::Bridge => tools
+            .iter()
+            .map(|remote| {
+                Arc::new(BridgeTool::new(prefix, Arc::clone(server), remote)) as Arc<dyn DynTool>
+            })
+            .collect(),
+        // Lazy bindings exist even when the server is down: they retry the connection when called.
+        McpMode::Lazy => vec![
+            Arc::new(LazyListTool::new(prefix, Arc::clone(server))),
+            Arc::new(LazyCallTool::new(prefix, Arc::clone(server))),
+        ],
     }
 }
 

@@ -30,7 +30,7 @@ mod server;
 
 pub use auth::apply_auth_secrets;
 pub use bridge::BridgeTool;
-pub use hub::{McpHub, ReloadReport, ServerReload, ServerStatus};
+pub use hub::{McpHub, ReloadReport, ServerReload, ServerStatus, bindings};
 pub use lazy::{LazyCallTool, LazyListTool};
 pub use result::CallOutput;
 pub use schema::{drop_nulls, normalize_input_schema};

@@ -3,3 +3,4 @@ mod failures;
 mod lazy;
 mod peers;
 mod reload;
+mod server;
