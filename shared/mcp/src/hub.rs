@@ -1,0 +1,335 @@
+//! All MCP servers of one agent, the tools they currently expose, and reloading them.
+
+use crate::bridge::BridgeTool;
+use crate::lazy::{LazyCallTool, LazyListTool};
+use crate::server::{McpServer, RemoteTool};
+use futures_util::future::{BoxFuture, join_all};
+use minibot_agent::{DynTool, ToolContext, ToolResult};
+use minibot_config::schema::{McpMode, McpSection};
+use minibot_llm::ToolSpec;
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use std::sync::{Arc, PoisonError, RwLock, Weak};
+use std::time::Duration;
+
+/// Used when `timeout_seconds` is not a usable positive number.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What one server contributes to the current snapshot.
+#[derive(Clone)]
+struct Entry {
+    server: Arc<McpServer>,
+    tools: Vec<Arc<dyn DynTool>>,
+    instructions: Option<String>,
+    error: Option<String>,
+}
+
+impl Entry {
+    fn tool_names(&self) -> Vec<String> {
+        self.tools.iter().map(|t| t.name().to_string()).collect()
+    }
+}
+
+/// A server's state for status pages (`/mcp`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerStatus {
+    pub name: String,
+    pub mode: &'static str,
+    pub tools: Vec<String>,
+    pub instructions: Option<String>,
+    /// The last load error; the tools listed are then the ones kept from before (or none).
+    pub error: Option<String>,
+}
+
+/// One server's outcome in a reload.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerReload {
+    pub server: String,
+    pub ok: bool,
+    /// The tools it offers after the reload (kept from before when it failed).
+    pub tools: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What `reload` changed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReloadReport {
+    pub servers: Vec<ServerReload>,
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+}
+
+/// The MCP servers of one agent and their current bindings.
+///
+/// The main agent starts one hub for the process ([`McpHub::start`]); a worker starts one per task for the
+/// specialist's `mcp_servers` ([`McpHub::start_subset`]) and shuts it down afterwards.
+pub struct McpHub {
+    prefix: String,
+    servers: Vec<Arc<McpServer>>,
+    /// Replaced whole, so readers see tools and instructions of the same generation.
+    snapshot: RwLock<Arc<Vec<Entry>>>,
+    reload_tool: Option<Arc<dyn DynTool>>,
+    reloading: tokio::sync::Mutex<()>,
+}
+
+impl McpHub {
+    /// Connects every configured server concurrently and loads its tools. Servers that fail are logged and get no
+    /// tools (bridge) or fallback descriptions (lazy); their bindings reconnect on use. Adds `reload_mcp` when
+    /// `[tools.mcp].reload` is on. A disabled section gives an empty hub.
+    pub async fn start(section: &McpSection) -> Arc<Self> {
+        Self::build(section, None, section.enabled && section.reload).await
+    }
+
+    /// Like [`McpHub::start`], for only the named servers (a specialist's `mcp_servers`) and without
+    /// `reload_mcp`. Unknown names are logged and ignored.
+    pub async fn start_subset(section: &McpSection, names: &[String]) -> Arc<Self> {
+        for name in names {
+            if !section.servers.iter().any(|s| &s.name == name) {
+                tracing::warn!(server = %name, "mcp server requested but not configured");
+            }
+        }
+        Self::build(section, Some(names), false).await
+    }
+
+    async fn build(section: &McpSection, only: Option<&[String]>, with_reload: bool) -> Arc<Self> {
+        let timeout = Duration::try_from_secs_f64(section.timeout_seconds)
+            .ok()
+            .filter(|t| !t.is_zero())
+            .unwrap_or(DEFAULT_TIMEOUT);
+        let mut servers: Vec<Arc<McpServer>> = Vec::new();
+        if section.enabled {
+            for config in &section.servers {
+                if only.is_some_and(|names| !names.contains(&config.name)) {
+                    continue;
+                }
+                if config.name.trim().is_empty() || config.name.contains("__") {
+                    tracing::error!(server = %config.name, "mcp server name must be non-empty without `__`; skipped");
+                    continue;
+                }
+                if servers.iter().any(|s| s.name() == config.name) {
+                    tracing::error!(server = %config.name, "duplicate mcp server name; skipped");
+                    continue;
+                }
+                if config.auth_secret.is_some() {
+                    tracing::warn!(
+                        server = %config.name,
+                        "mcp auth_secret not resolved (call apply_auth_secrets first); ignored"
+                    );
+                }
+                servers.push(Arc::new(McpServer::new(config.clone(), timeout)));
+            }
+        }
+        let hub = Arc::new_cyclic(|weak: &Weak<Self>| Self {
+            prefix: section.name_prefix.clone(),
+            servers,
+            snapshot: RwLock::new(Arc::new(Vec::new())),
+            reload_tool: with_reload
+                .then(|| Arc::new(ReloadTool { hub: weak.clone() }) as Arc<dyn DynTool>),
+            reloading: tokio::sync::Mutex::new(()),
+        });
+        hub.reload().await;
+        hub
+    }
+
+    /// The per-server handles, for a supervisor that drives connections itself.
+    pub fn servers(&self) -> &[Arc<McpServer>] {
+        &self.servers
+    }
+
+    /// The current bindings (plus `reload_mcp` when enabled), in configuration order.
+    pub fn tools(&self) -> Vec<Arc<dyn DynTool>> {
+        let snapshot = self.current();
+        let mut tools: Vec<Arc<dyn DynTool>> = snapshot
+            .iter()
+            .flat_map(|e| e.tools.iter().cloned())
+            .collect();
+        if let Some(reload) = &self.reload_tool {
+            tools.push(Arc::clone(reload));
+        }
+        tools
+    }
+
+    /// System-prompt fragments: the instructions of each server that has at least one tool in `visible` (the
+    /// tool names left after policy), so a server hidden from the agent does not steer it.
+    pub fn instructions_for(&self, visible: &[String]) -> Vec<String> {
+        self.current()
+            .iter()
+            .filter(|e| {
+                e.tools
+                    .iter()
+                    .any(|t| visible.iter().any(|v| v == t.name()))
+            })
+            .filter_map(|e| {
+                // A server that was down at the last load but has connected since contributes what it sent.
+                let live = e.instructions.clone().or_else(|| e.server.instructions())?;
+                let text = live.trim();
+                Some(format!(
+                    "## MCP server `{}` instructions\n\n{text}",
+                    e.server.name()
+                ))
+            })
+            .collect()
+    }
+
+    pub fn status(&self) -> Vec<ServerStatus> {
+        self.current()
+            .iter()
+            .map(|e| ServerStatus {
+                name: e.server.name().to_string(),
+                mode: e.server.mode().as_str(),
+                tools: e.tool_names(),
+                instructions: e.instructions.clone(),
+                error: e.error.clone(),
+            })
+            .collect()
+    }
+
+    /// Re-queries every server concurrently and swaps tools and instructions in one step. A server that fails
+    /// keeps the tools and instructions it had.
+    pub async fn reload(&self) -> ReloadReport {
+        let _guard = self.reloading.lock().await;
+        let previous = self.current();
+        let loads = self
+            .servers
+            .iter()
+            .map(|server| self.load(Arc::clone(server)));
+        let loaded = join_all(loads).await;
+
+        let mut entries = Vec::with_capacity(loaded.len());
+        let mut servers = Vec::with_capacity(loaded.len());
+        for entry in loaded {
+            let kept = previous
+                .iter()
+                .find(|p| Arc::ptr_eq(&p.server, &entry.server));
+            let entry = match (&entry.error, kept) {
+                (Some(error), Some(kept)) => Entry {
+                    error: Some(error.clone()),
+                    ..kept.clone()
+                },
+                _ => entry,
+            };
+            servers.push(ServerReload {
+                server: entry.server.name().to_string(),
+                ok: entry.error.is_none(),
+                tools: entry.tool_names(),
+                error: entry.error.clone(),
+            });
+            entries.push(entry);
+        }
+        let before: BTreeSet<String> = previous.iter().flat_map(Entry::tool_names).collect();
+        let after: BTreeSet<String> = entries.iter().flat_map(Entry::tool_names).collect();
+        *self
+            .snapshot
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Arc::new(entries);
+        ReloadReport {
+            servers,
+            added: after.difference(&before).cloned().collect(),
+            removed: before.difference(&after).cloned().collect(),
+        }
+    }
+
+    /// Closes every connection (and stops stdio children).
+    pub async fn shutdown(&self) {
+        join_all(self.servers.iter().map(|s| s.close())).await;
+    }
+
+    fn current(&self) -> Arc<Vec<Entry>> {
+        Arc::clone(&self.snapshot.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    async fn load(&self, server: Arc<McpServer>) -> Entry {
+        let loaded = server.refresh().await;
+        let error = loaded.as_ref().err().map(|err| {
+            tracing::error!(server = %server.name(), error = %err, "failed to load mcp tools");
+            err.to_string()
+        });
+        let tools = bindings(&self.prefix, &server, loaded.as_deref().unwrap_or_default());
+        for tool in &tools {
+            if !provider_safe_name(tool.name()) {
+                tracing::warn!(
+                    server = %server.name(),
+                    tool = %tool.name(),
+                    "mcp tool name is not 1-64 chars of [A-Za-z0-9_-]; some providers will reject it"
+                );
+            }
+        }
+        let instructions = server.instructions();
+        Entry {
+            server,
+            tools,
+            instructions,
+            error,
+        }
+    }
+}
+
+/// The bindings of one server: one per remote tool (bridge) or `list_tools`/`call_tool` (lazy; `tools` is
+/// ignored). For callers that drive [`McpServer`]s themselves rather than through a hub.
+pub fn bindings(
+    prefix: &str,
+    server: &Arc<McpServer>,
+    tools: &[RemoteTool],
+) -> Vec<Arc<dyn DynTool>> {
+    match server.mode() {
+        McpMode::Bridge => tools
+            .iter()
+            .map(|remote| {
+                Arc::new(BridgeTool::new(prefix, Arc::clone(server), remote)) as Arc<dyn DynTool>
+            })
+            .collect(),
+        // Lazy bindings exist even when the server is down: they retry the connection when called.
+        McpMode::Lazy => vec![
+            Arc::new(LazyListTool::new(prefix, Arc::clone(server))),
+            Arc::new(LazyCallTool::new(prefix, Arc::clone(server))),
+        ],
+    }
+}
+
+/// The tool-name pattern OpenAI-compatible providers enforce.
+fn provider_safe_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// `reload_mcp`: reloads every server of the hub that created it.
+struct ReloadTool {
+    hub: Weak<McpHub>,
+}
+
+impl DynTool for ReloadTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: crate::RELOAD_TOOL_NAME.into(),
+            description: "Reconnect every configured MCP server and refresh its tools and instructions. Reports per \
+                          server the tools it now offers or its error, and the tool names added and removed. A \
+                          server that fails keeps its previous tools."
+                .into(),
+            parameters: json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        }
+    }
+
+    fn name(&self) -> &str {
+        crate::RELOAD_TOOL_NAME
+    }
+
+    fn call_json<'a>(&'a self, _args: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            let Some(hub) = self.hub.upgrade() else {
+                return Ok(
+                    json!({"ok": false, "error_code": "mcp_unavailable", "error": "MCP hub was shut down"}),
+                );
+            };
+            let report = hub.reload().await;
+            let mut value = serde_json::to_value(&report).unwrap_or(Value::Null);
+            if let Value::Object(map) = &mut value {
+                map.insert("ok".into(), Value::Bool(true));
+            }
+            Ok(value)
+        })
+    }
+}

@@ -1,0 +1,82 @@
+//! MCP client for minibot: connections to configured servers and the tools that expose them to agents.
+//!
+//! - [`McpServer`]: one configured server. Owns its session (stdio child or streamable HTTP), reconnects when the
+//!   session is gone, applies the per-request timeout and the server's tool filters.
+//! - Bindings, all [`DynTool`](minibot_agent::DynTool)s: bridge mode exposes one tool per remote tool
+//!   (`<prefix>_<server>__<remote>`); lazy mode exposes `<prefix>_<server>__list_tools` and
+//!   `<prefix>_<server>__call_tool`.
+//! - [`McpHub`]: every server of one agent. Connects them concurrently, holds the current tool snapshot and
+//!   server instructions, and reloads them (`reload_mcp`).
+//!
+//! ```no_run
+//! # async fn demo(section: &minibot_config::schema::McpSection) {
+//! let hub = minibot_mcp::McpHub::start(section).await;
+//! let tools = hub.tools(); // register these with the agent
+//! let names: Vec<String> = tools.iter().map(|t| t.name().to_string()).collect();
+//! let fragments = hub.instructions_for(&names); // system-prompt fragments
+//! hub.shutdown().await;
+//! # }
+//! ```
+//!
+//! This is the only crate that depends on `rmcp`; its types stay out of the public API.
+
+mod auth;
+mod bridge;
+mod hub;
+mod lazy;
+mod result;
+mod schema;
+mod server;
+
+pub use auth::apply_auth_secrets;
+pub use bridge::BridgeTool;
+pub use hub::{McpHub, ReloadReport, ServerReload, ServerStatus, bindings};
+pub use lazy::{LazyCallTool, LazyListTool};
+pub use result::CallOutput;
+pub use schema::{drop_nulls, normalize_input_schema};
+pub use server::{McpServer, RemoteTool};
+
+/// Name of the tool that reloads every server.
+pub const RELOAD_TOOL_NAME: &str = "reload_mcp";
+
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    #[error("MCP server `{server}`: {message}")]
+    Config { server: String, message: String },
+    #[error("MCP server `{server}`: command `{command}` not found (is it installed and on PATH?)")]
+    CommandNotFound { server: String, command: String },
+    #[error("MCP server `{server}`: cannot start `{command}`: {source}")]
+    Spawn {
+        server: String,
+        command: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("MCP server `{server}`: initialize failed: {message}")]
+    Connect { server: String, message: String },
+    #[error("MCP server `{server}`: {operation} got no answer within {seconds}s")]
+    Timeout {
+        server: String,
+        operation: &'static str,
+        seconds: f64,
+    },
+    #[error("MCP server `{server}`: connection lost during {operation}: {message}")]
+    Closed {
+        server: String,
+        operation: &'static str,
+        message: String,
+    },
+    #[error("MCP server `{server}`: {operation} failed: {message}")]
+    Request {
+        server: String,
+        operation: &'static str,
+        message: String,
+    },
+}
+
+pub type Result<T> = std::result::Result<T, McpError>;
+
+/// Name of a binding: `<prefix>_<server>__<suffix>`.
+pub fn binding_name(prefix: &str, server: &str, suffix: &str) -> String {
+    format!("{prefix}_{server}__{suffix}")
+}

@@ -1,0 +1,189 @@
+//! Turning a `tools/call` result into the JSON the model reads.
+
+use serde_json::{Map, Value, json};
+
+/// Binary-looking fields longer than this are replaced by a length marker: the model cannot use base64 and it
+/// would crowd out everything else in the context.
+const MAX_INLINE_BLOB_CHARS: usize = 256;
+const BLOB_FIELDS: &[&str] = &["data", "base64", "bytes", "blob"];
+
+/// What a remote tool returned, already flattened to text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallOutput {
+    pub is_error: bool,
+    /// The content parts joined by `"\n"`.
+    pub text: String,
+}
+
+/// Flattens protocol content blocks (as JSON) into one text: text parts whole, images as a marker, anything else
+/// as compact JSON with large binary fields elided.
+pub fn flatten_content(blocks: &[Value]) -> String {
+    blocks
+        .iter()
+        .map(flatten_block)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn flatten_block(block: &Value) -> String {
+    match block.get("type").and_then(Value::as_str) {
+        Some("text") => block
+            .get("text")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        Some("image") => {
+            let mime = block
+                .get("mimeType")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown");
+            format!("[image payload omitted ({mime})]")
+        }
+        _ => elide_blobs(block.clone()).to_string(),
+    }
+}
+
+fn elide_blobs(value: Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(key, v)| {
+                    let v = match v {
+                        Value::String(s)
+                            if BLOB_FIELDS.contains(&key.as_str())
+                                && s.chars().count() > MAX_INLINE_BLOB_CHARS =>
+                        {
+                            Value::String(format!("<omitted {} chars>", s.chars().count()))
+                        }
+                        other => elide_blobs(other),
+                    };
+                    (key, v)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.into_iter().map(elide_blobs).collect()),
+        other => other,
+    }
+}
+
+/// The result object both modes return for a completed call, cut to `limit` characters of serialized JSON.
+pub fn call_result(server: &str, tool: &str, output: CallOutput, limit: usize) -> Value {
+    let full = json!({
+        "ok": !output.is_error,
+        "server": server,
+        "tool": tool,
+        "is_error": output.is_error,
+        "result": output.text,
+    });
+    cut(full, limit)
+}
+
+/// Cuts a result whose serialized form exceeds `limit` characters: the orchestrator may spill larger outputs to a
+/// file, but a binding must never push an unbounded payload into the context on its own.
+pub fn cut(result: Value, limit: usize) -> Value {
+    let serialized = result.to_string();
+    let total = serialized.chars().count();
+    if total <= limit {
+        return result;
+    }
+    let mut out = Map::new();
+    if let Value::Object(map) = &result {
+        // Short scalar fields (ok, server, tool, is_error, error codes) survive so the model still knows what ran.
+        for (key, value) in map {
+            let short = match value {
+                Value::Null | Value::Bool(_) | Value::Number(_) => true,
+                Value::String(s) => s.chars().count() <= 200,
+                _ => false,
+            };
+            if short {
+                out.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    let text = match result.get("result") {
+        Some(Value::String(s)) => s.clone(),
+        _ => serialized,
+    };
+    let preview: String = text.chars().take(limit).collect();
+    out.insert("output_truncated".into(), Value::Bool(true));
+    out.insert("output_preview".into(), Value::String(preview));
+    out.insert(
+        "output_notice".into(),
+        Value::String(format!(
+            "Output exceeded {limit} chars ({total} chars) and was cut; output_preview holds the first {limit} \
+             chars. Ask the tool for a narrower result if you need the rest."
+        )),
+    );
+    Value::Object(out)
+}
+
+/// The `{ok:false,...}` object for a failure that never produced a tool result.
+pub fn error_result(server: &str, code: &str, error: &str, tool: Option<&str>) -> Value {
+    let mut out = json!({"ok": false, "server": server, "error_code": code, "error": error});
+    if let (Some(tool), Value::Object(map)) = (tool, &mut out) {
+        map.insert("tool".into(), Value::String(tool.to_string()));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flattens_parts() {
+        let big = "A".repeat(300);
+        let text = flatten_content(&[
+            json!({"type": "text", "text": "hello"}),
+            json!({"type": "image", "data": big, "mimeType": "image/png"}),
+            json!({"type": "resource", "resource": {"uri": "x:/1", "blob": big, "mimeType": "a/b"}}),
+            json!({"type": "resource", "resource": {"uri": "x:/2", "blob": "c2hvcnQ="}}),
+        ]);
+        let lines: Vec<&str> = text.split('\n').collect();
+        assert_eq!(lines[0], "hello");
+        assert_eq!(lines[1], "[image payload omitted (image/png)]");
+        assert!(lines[2].contains("<omitted 300 chars>"), "{}", lines[2]);
+        assert!(lines[3].contains("c2hvcnQ="));
+    }
+
+    #[test]
+    fn small_results_pass_through() {
+        let out = call_result(
+            "s",
+            "t",
+            CallOutput {
+                is_error: false,
+                text: "hi".into(),
+            },
+            100,
+        );
+        assert_eq!(
+            out,
+            json!({"ok": true, "server": "s", "tool": "t", "is_error": false, "result": "hi"})
+        );
+    }
+
+    #[test]
+    fn large_results_are_cut() {
+        let out = call_result(
+            "s",
+            "t",
+            CallOutput {
+                is_error: true,
+                text: "x".repeat(5000),
+            },
+            1000,
+        );
+        assert_eq!(out["ok"], false);
+        assert_eq!(out["is_error"], true);
+        assert_eq!(out["tool"], "t");
+        assert_eq!(out["output_truncated"], true);
+        assert_eq!(out["output_preview"].as_str().map(str::len), Some(1000));
+        assert!(out.get("result").is_none());
+        assert!(
+            out["output_notice"]
+                .as_str()
+                .is_some_and(|n| n.contains("1000"))
+        );
+    }
+}

@@ -1,0 +1,6 @@
+mod bridge;
+mod failures;
+mod lazy;
+mod peers;
+mod reload;
+mod server;
