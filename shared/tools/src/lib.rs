@@ -3,6 +3,7 @@
 //! assembles the main agent's set from them.
 
 pub mod chat;
+pub mod files;
 pub mod runtime;
 mod services;
 pub mod utility;
@@ -17,5 +18,6 @@ pub fn main_agent_tools(services: &ToolServices) -> ToolRegistry {
     runtime::register(&mut registry, services);
     chat::register(&mut registry, services);
     utility::register(&mut registry, services);
+    files::register(&mut registry, services);
     registry
 }
