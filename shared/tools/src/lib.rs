@@ -3,6 +3,7 @@
 //! assembles the main agent's set from them.
 
 pub mod chat;
+pub mod exec;
 pub mod files;
 pub mod runtime;
 mod services;
@@ -19,5 +20,6 @@ pub fn main_agent_tools(services: &ToolServices) -> ToolRegistry {
     chat::register(&mut registry, services);
     utility::register(&mut registry, services);
     files::register(&mut registry, services);
+    exec::register(&mut registry, services, true);
     registry
 }

@@ -87,3 +87,29 @@ pub(crate) fn result(action: &str, path: &ManagedPath) -> Map<String, Value> {
 pub(crate) fn mime_for(path: &std::path::Path) -> String {
     mime_guess::from_path(path).first_raw().unwrap_or("application/octet-stream").to_string()
 }
+
+/// Saves a large output under `<root>/<subdir>/<prefix>XXXXXX<suffix>` and returns where it went. The subdir
+/// comes from config but still goes through the root check, so a bad config cannot write elsewhere.
+pub(crate) fn write_spill(
+    root: &ManagedRoot,
+    subdir: &str,
+    prefix: &str,
+    suffix: &str,
+    bytes: &[u8],
+) -> std::io::Result<ManagedPath> {
+    let folder = root.resolve(subdir).map_err(|e| std::io::Error::other(e.to_string()))?;
+    std::fs::create_dir_all(&folder.absolute)?;
+    let file = tempfile::Builder::new().prefix(prefix).suffix(suffix).rand_bytes(6).tempfile_in(&folder.absolute)?;
+    std::fs::write(file.path(), bytes)?;
+    let (_, path) = file.keep().map_err(|e| e.error)?;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let relative = folder.relative.map(|rel| if rel == "." { name.clone() } else { format!("{rel}/{name}") });
+    Ok(ManagedPath { absolute: path, relative })
+}
+
+/// The first eight hex digits of the SHA-256 of `bytes`, used to make spill names recognisable.
+pub(crate) fn sha8(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(bytes);
+    digest.iter().take(4).map(|b| format!("{b:02x}")).collect()
+}
