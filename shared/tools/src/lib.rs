@@ -3,6 +3,7 @@
 //! assembles the main agent's set from them.
 
 pub mod chat;
+pub mod edit;
 pub mod exec;
 pub mod files;
 pub mod runtime;
@@ -21,5 +22,6 @@ pub fn main_agent_tools(services: &ToolServices) -> ToolRegistry {
     utility::register(&mut registry, services);
     files::register(&mut registry, services);
     exec::register(&mut registry, services, true);
+    edit::register(&mut registry, services);
     registry
 }

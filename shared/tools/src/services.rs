@@ -19,10 +19,17 @@ impl ToolServices {
         let storage = &config.tools.file_storage;
         let files = if storage.enabled {
             let root = config.resolve_path(&storage.root_dir);
-            Some(Arc::new(ManagedRoot::create(&root, storage.allow_outside_root)?))
+            Some(Arc::new(ManagedRoot::create(
+                &root,
+                storage.allow_outside_root,
+            )?))
         } else {
             None
         };
-        Ok(Self { config, store, files })
+        Ok(Self {
+            config,
+            store,
+            files,
+        })
     }
 }

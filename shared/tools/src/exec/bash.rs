@@ -26,7 +26,11 @@ impl Bash {
             jail: config.jail.clone(),
         };
         let spill_root = spill_root.filter(|_| config.spill_to_managed_file);
-        Self { config: config.clone(), sandbox, spill_root }
+        Self {
+            config: config.clone(),
+            sandbox,
+            spill_root,
+        }
     }
 }
 
@@ -81,17 +85,34 @@ impl Tool for Bash {
         if args.command.contains('\0') {
             return Err(ToolError::invalid_arguments("command contains a NUL byte"));
         }
-        let timeout =
-            clamp_timeout(args.timeout_seconds, self.config.default_timeout_seconds, self.config.max_timeout_seconds)?;
+        let timeout = clamp_timeout(
+            args.timeout_seconds,
+            self.config.default_timeout_seconds,
+            self.config.max_timeout_seconds,
+        )?;
         let cwd = resolve_cwd(args.cwd.as_deref())?;
         let extra: Vec<(String, String)> = args.env.unwrap_or_default().into_iter().collect();
-        if extra.iter().any(|(k, v)| k.is_empty() || k.contains(['=', '\0']) || v.contains('\0')) {
-            return Err(ToolError::invalid_arguments("env names must be non-empty without `=` or NUL"));
+        if extra
+            .iter()
+            .any(|(k, v)| k.is_empty() || k.contains(['=', '\0']) || v.contains('\0'))
+        {
+            return Err(ToolError::invalid_arguments(
+                "env names must be non-empty without `=` or NUL",
+            ));
         }
-        let env = runner::build_env(self.config.pass_parent_env, &self.config.env_allowlist, &extra);
-        let flag = if self.config.pass_parent_env { "-lc" } else { "-c" };
+        let env = runner::build_env(
+            self.config.pass_parent_env,
+            &self.config.env_allowlist,
+            &extra,
+        );
+        let flag = if self.config.pass_parent_env {
+            "-lc"
+        } else {
+            "-c"
+        };
         let applied = sandbox::plan(&self.sandbox).await;
-        let (program, argv) = applied.wrap("/bin/bash".into(), vec![flag.into(), args.command.clone()]);
+        let (program, argv) =
+            applied.wrap("/bin/bash".into(), vec![flag.into(), args.command.clone()]);
         let output = runner::run(RunSpec {
             program,
             args: argv,
@@ -116,18 +137,30 @@ impl Tool for Bash {
             Some(root) if combined as u64 > self.config.spill_after_chars => {
                 let text = format!("{}{}", output.stdout, output.stderr);
                 let name = format!("bash-{}-", sha8(text.as_bytes()));
-                write_spill(root, &self.config.spill_subdir, &name, ".txt", text.as_bytes())
-                    .ok()
-                    .map(|path| (path, text))
+                write_spill(
+                    root,
+                    &self.config.spill_subdir,
+                    &name,
+                    ".txt",
+                    text.as_bytes(),
+                )
+                .ok()
+                .map(|path| (path, text))
             }
             _ => None,
         };
         match spilled {
             Some((path, text)) => {
-                let preview: String = text.chars().take(self.config.spill_preview_chars as usize).collect();
+                let preview: String = text
+                    .chars()
+                    .take(self.config.spill_preview_chars as usize)
+                    .collect();
                 out.insert("stdout_storage".into(), json!("managed_file"));
                 out.insert("stdout_file_path".into(), json!(path.display()));
-                out.insert("stdout_file_absolute_path".into(), json!(path.absolute.display().to_string()));
+                out.insert(
+                    "stdout_file_absolute_path".into(),
+                    json!(path.absolute.display().to_string()),
+                );
                 out.insert("stdout_bytes_written".into(), json!(text.len()));
                 out.insert("stdout_preview".into(), json!(preview));
                 out.insert(
@@ -147,7 +180,10 @@ impl Tool for Bash {
         }
         out.insert("timed_out".into(), json!(output.timed_out));
         out.insert("truncated".into(), json!(output.truncated));
-        out.insert("duration_ms".into(), json!(output.duration.as_millis() as u64));
+        out.insert(
+            "duration_ms".into(),
+            json!(output.duration.as_millis() as u64),
+        );
         out.insert("cwd".into(), json!(cwd.display().to_string()));
         out.insert("command".into(), json!(args.command));
         applied.describe(&mut out);
@@ -157,8 +193,12 @@ impl Tool for Bash {
 
 fn resolve_cwd(written: Option<&str>) -> Result<PathBuf, ToolError> {
     let Some(written) = written.filter(|w| !w.trim().is_empty()) else {
-        return std::env::current_dir()
-            .map_err(|e| ToolError::respond("invalid_cwd", format!("cannot read the current folder: {e}")));
+        return std::env::current_dir().map_err(|e| {
+            ToolError::respond(
+                "invalid_cwd",
+                format!("cannot read the current folder: {e}"),
+            )
+        });
     };
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let path = match (written.strip_prefix("~/"), written == "~", home) {
@@ -167,7 +207,10 @@ fn resolve_cwd(written: Option<&str>) -> Result<PathBuf, ToolError> {
         _ => PathBuf::from(written),
     };
     if !path.is_dir() {
-        return Err(ToolError::respond("invalid_cwd", format!("cwd {written} does not exist or is not a folder")));
+        return Err(ToolError::respond(
+            "invalid_cwd",
+            format!("cwd {written} does not exist or is not a folder"),
+        ));
     }
     Ok(path)
 }

@@ -31,10 +31,16 @@ pub fn register(registry: &mut ToolRegistry, services: &ToolServices, spill: boo
 }
 
 /// The timeout the caller asked for, clamped to `(0, max]`; `default` when absent.
-pub(crate) fn clamp_timeout(requested: Option<f64>, default: u64, max: u64) -> Result<Duration, ToolError> {
+pub(crate) fn clamp_timeout(
+    requested: Option<f64>,
+    default: u64,
+    max: u64,
+) -> Result<Duration, ToolError> {
     let seconds = requested.unwrap_or(default as f64);
     if !seconds.is_finite() || seconds <= 0.0 {
-        return Err(ToolError::invalid_arguments("timeout_seconds must be a positive number"));
+        return Err(ToolError::invalid_arguments(
+            "timeout_seconds must be a positive number",
+        ));
     }
     Ok(Duration::from_secs_f64(seconds.min(max as f64)))
 }

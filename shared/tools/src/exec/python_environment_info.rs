@@ -55,7 +55,8 @@ impl Tool for PythonEnvironmentInfo {
     }
 
     fn description(&self) -> String {
-        "Report the Python used by python_execute: version, implementation and installed packages.".into()
+        "Report the Python used by python_execute: version, implementation and installed packages."
+            .into()
     }
 
     fn parameters(&self) -> Value {
@@ -74,8 +75,15 @@ impl Tool for PythonEnvironmentInfo {
     async fn call(&self, args: Args, _ctx: &ToolContext) -> ToolResult {
         let include = args.include_packages.unwrap_or(true);
         let limit = args.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT) as usize;
-        let argv = vec!["-c".to_string(), PROBE.to_string(), if include { "1" } else { "0" }.to_string()];
-        let (output, applied, ()) = self.runtime.run(argv, None, PROBE_TIMEOUT, None, |_| ()).await?;
+        let argv = vec![
+            "-c".to_string(),
+            PROBE.to_string(),
+            if include { "1" } else { "0" }.to_string(),
+        ];
+        let (output, applied, ()) = self
+            .runtime
+            .run(argv, None, PROBE_TIMEOUT, None, |_| ())
+            .await?;
         if !output.success() {
             return Err(ToolError::respond(
                 "python_unavailable",
@@ -88,28 +96,47 @@ impl Tool for PythonEnvironmentInfo {
             ));
         }
         let info: Value = serde_json::from_str(output.stdout.trim()).map_err(|e| {
-            ToolError::respond("python_unavailable", format!("the probe printed something unexpected: {e}"))
+            ToolError::respond(
+                "python_unavailable",
+                format!("the probe printed something unexpected: {e}"),
+            )
         })?;
         let prefix = args.name_prefix.clone().unwrap_or_default().to_lowercase();
         let all: Vec<String> = info["packages"]
             .as_array()
-            .map(|list| list.iter().filter_map(|p| p.as_str().map(str::to_string)).collect())
+            .map(|list| {
+                list.iter()
+                    .filter_map(|p| p.as_str().map(str::to_string))
+                    .collect()
+            })
             .unwrap_or_default();
-        let matching: Vec<String> = all.into_iter().filter(|p| p.to_lowercase().starts_with(&prefix)).collect();
+        let matching: Vec<String> = all
+            .into_iter()
+            .filter(|p| p.to_lowercase().starts_with(&prefix))
+            .collect();
         let count = matching.len();
         let packages: Vec<String> = matching.into_iter().take(limit).collect();
         let mut out = serde_json::Map::new();
         out.insert("ok".into(), json!(true));
-        out.insert("runtime_executable".into(), info["runtime_executable"].clone());
+        out.insert(
+            "runtime_executable".into(),
+            info["runtime_executable"].clone(),
+        );
         out.insert("python_version".into(), info["python_version"].clone());
         out.insert("implementation".into(), info["implementation"].clone());
         out.insert("include_packages".into(), json!(include));
         out.insert("name_prefix".into(), json!(args.name_prefix));
         out.insert("limit".into(), json!(limit));
-        out.insert("package_count".into(), json!(if include { count } else { 0 }));
+        out.insert(
+            "package_count".into(),
+            json!(if include { count } else { 0 }),
+        );
         out.insert("truncated_packages".into(), json!(include && count > limit));
         out.insert("packages".into(), json!(packages));
-        out.insert("duration_ms".into(), json!(output.duration.as_millis() as u64));
+        out.insert(
+            "duration_ms".into(),
+            json!(output.duration.as_millis() as u64),
+        );
         applied.describe(&mut out);
         out.insert("python_executable".into(), json!(self.runtime.python));
         Ok(Value::Object(out))

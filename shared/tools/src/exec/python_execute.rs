@@ -26,17 +26,31 @@ impl PythonRuntime {
         let section = config.tools.python_exec.clone();
         let python = match (&section.python_path, &section.venv_path) {
             (Some(path), _) => config.resolve_path(path).display().to_string(),
-            (None, Some(venv)) => config.resolve_path(venv).join("bin").join("python").display().to_string(),
-            (None, None) => find_program("python3").map_or_else(|| "python3".into(), |p| p.display().to_string()),
+            (None, Some(venv)) => config
+                .resolve_path(venv)
+                .join("bin")
+                .join("python")
+                .display()
+                .to_string(),
+            (None, None) => find_program("python3")
+                .map_or_else(|| "python3".into(), |p| p.display().to_string()),
         };
-        let jail_shared_dir = section.artifacts_jail_shared_dir.as_deref().map(|d| config.resolve_path(d));
+        let jail_shared_dir = section
+            .artifacts_jail_shared_dir
+            .as_deref()
+            .map(|d| config.resolve_path(d));
         let sandbox = SandboxSettings {
             mode: section.sandbox_mode,
             rlimit: section.rlimit.clone(),
             cgroup: section.cgroup.clone(),
             jail: section.jail.clone(),
         };
-        Self { config: section, sandbox, python, jail_shared_dir }
+        Self {
+            config: section,
+            sandbox,
+            python,
+            jail_shared_dir,
+        }
     }
 
     /// Runs `python -u -B -I <args>` in a fresh temp folder (inside `parent` when given); `inspect` sees the
@@ -55,7 +69,12 @@ impl PythonRuntime {
             Some(parent) => builder.tempdir_in(parent),
             None => builder.tempdir(),
         }
-        .map_err(|e| ToolError::respond("python_exec_failed", format!("cannot create a run folder: {e}")))?;
+        .map_err(|e| {
+            ToolError::respond(
+                "python_exec_failed",
+                format!("cannot create a run folder: {e}"),
+            )
+        })?;
         let applied = sandbox::plan(&self.sandbox).await;
         let mut argv = vec!["-u".to_string(), "-B".into(), "-I".into()];
         argv.extend(args);
@@ -65,7 +84,11 @@ impl PythonRuntime {
             program,
             args: argv,
             cwd: dir.path().to_path_buf(),
-            env: runner::build_env(self.config.pass_parent_env, &self.config.env_allowlist, &extra),
+            env: runner::build_env(
+                self.config.pass_parent_env,
+                &self.config.env_allowlist,
+                &extra,
+            ),
             stdin,
             timeout,
             max_output_bytes: self.config.max_output_bytes.bytes() as usize,
@@ -85,7 +108,10 @@ pub struct PythonExecute {
 
 impl PythonExecute {
     pub fn new(config: &Config, files: Option<Arc<ManagedRoot>>) -> Self {
-        Self { runtime: Arc::new(PythonRuntime::new(config)), files }
+        Self {
+            runtime: Arc::new(PythonRuntime::new(config)),
+            files,
+        }
     }
 
     pub fn runtime(&self) -> Arc<PythonRuntime> {
@@ -164,14 +190,26 @@ impl Tool for PythonExecute {
         if args.code.len() as u64 > c.max_code_bytes.bytes() {
             return Err(ToolError::respond(
                 "code_too_large",
-                format!("code is {} bytes; the limit is {}", args.code.len(), c.max_code_bytes.bytes()),
+                format!(
+                    "code is {} bytes; the limit is {}",
+                    args.code.len(),
+                    c.max_code_bytes.bytes()
+                ),
             ));
         }
         if args.code.contains('\0') {
             return Err(ToolError::invalid_arguments("code contains a NUL byte"));
         }
-        let timeout = clamp_timeout(args.timeout_seconds, c.default_timeout_seconds, c.max_timeout_seconds)?;
-        let plan = if args.save_artifacts.unwrap_or(false) { Some(self.artifact_plan(&args)?) } else { None };
+        let timeout = clamp_timeout(
+            args.timeout_seconds,
+            c.default_timeout_seconds,
+            c.max_timeout_seconds,
+        )?;
+        let plan = if args.save_artifacts.unwrap_or(false) {
+            Some(self.artifact_plan(&args)?)
+        } else {
+            None
+        };
         let jailed = c.sandbox_mode == SandboxMode::Jail;
         let parent = if plan.is_some() && jailed {
             match (&self.runtime.jail_shared_dir, c.artifacts_allow_in_jail) {
@@ -206,7 +244,10 @@ impl Tool for PythonExecute {
         let (saved, skipped) = artifacts.unwrap_or_default();
         out.insert("artifacts_saved".into(), Value::Array(saved));
         out.insert("artifacts_skipped".into(), Value::Array(skipped));
-        out.insert("duration_ms".into(), json!(output.duration.as_millis() as u64));
+        out.insert(
+            "duration_ms".into(),
+            json!(output.duration.as_millis() as u64),
+        );
         out.insert("python_executable".into(), json!(self.runtime.python));
         Ok(Value::Object(out))
     }
@@ -216,7 +257,10 @@ impl PythonExecute {
     fn artifact_plan(&self, args: &Args) -> Result<ArtifactPlan, ToolError> {
         let c = &self.runtime.config;
         if !c.artifacts_enabled {
-            return Err(ToolError::respond("artifacts_disabled", "artifact export is turned off in config"));
+            return Err(ToolError::respond(
+                "artifacts_disabled",
+                "artifact export is turned off in config",
+            ));
         }
         let Some(files) = &self.files else {
             return Err(ToolError::respond(
@@ -226,38 +270,70 @@ impl PythonExecute {
         };
         let patterns: Vec<String> = match &args.artifact_globs {
             Some(globs) if !globs.is_empty() => globs.clone(),
-            _ => c.artifacts_allowed_extensions.iter().map(|ext| format!("*{ext}")).collect(),
+            _ => c
+                .artifacts_allowed_extensions
+                .iter()
+                .map(|ext| format!("*{ext}"))
+                .collect(),
         };
         let mut set = GlobSetBuilder::new();
         for pattern in &patterns {
             if pattern.starts_with('/') || pattern.split('/').any(|p| p == "..") {
-                return Err(ToolError::respond("invalid_artifact_options", format!("glob `{pattern}` must stay inside the run folder")));
+                return Err(ToolError::respond(
+                    "invalid_artifact_options",
+                    format!("glob `{pattern}` must stay inside the run folder"),
+                ));
             }
             for candidate in [pattern.clone(), format!("**/{pattern}")] {
-                let glob = GlobBuilder::new(&candidate).literal_separator(true).build().map_err(|e| {
-                    ToolError::respond("invalid_artifact_options", format!("invalid glob `{pattern}`: {e}"))
-                })?;
+                let glob = GlobBuilder::new(&candidate)
+                    .literal_separator(true)
+                    .build()
+                    .map_err(|e| {
+                        ToolError::respond(
+                            "invalid_artifact_options",
+                            format!("invalid glob `{pattern}`: {e}"),
+                        )
+                    })?;
                 set.add(glob);
             }
         }
-        let globs = set
-            .build()
-            .map_err(|e| ToolError::respond("invalid_artifact_options", format!("invalid artifact globs: {e}")))?;
-        let subdir = args.artifact_subdir.clone().unwrap_or_else(|| c.artifacts_default_subdir.clone());
+        let globs = set.build().map_err(|e| {
+            ToolError::respond(
+                "invalid_artifact_options",
+                format!("invalid artifact globs: {e}"),
+            )
+        })?;
+        let subdir = args
+            .artifact_subdir
+            .clone()
+            .unwrap_or_else(|| c.artifacts_default_subdir.clone());
         let destination = files.resolve(&subdir)?;
         let max_files = match args.max_artifacts {
             None => c.artifacts_max_files as usize,
             Some(n) if n >= 1 => (n as usize).min(c.artifacts_max_files as usize),
-            Some(_) => return Err(ToolError::respond("invalid_artifact_options", "max_artifacts must be at least 1")),
+            Some(_) => {
+                return Err(ToolError::respond(
+                    "invalid_artifact_options",
+                    "max_artifacts must be at least 1",
+                ));
+            }
         };
-        Ok(ArtifactPlan { globs, destination, max_files })
+        Ok(ArtifactPlan {
+            globs,
+            destination,
+            max_files,
+        })
     }
 
     /// Copies matching files out of the run folder into managed storage. Symlinks are never followed, so code
     /// cannot export `/etc/passwd` by linking to it.
     fn export_artifacts(&self, plan: &ArtifactPlan, run_dir: &Path) -> (Vec<Value>, Vec<Value>) {
         let c = &self.runtime.config;
-        let allowed: Vec<String> = c.artifacts_allowed_extensions.iter().map(|e| e.to_lowercase()).collect();
+        let allowed: Vec<String> = c
+            .artifacts_allowed_extensions
+            .iter()
+            .map(|e| e.to_lowercase())
+            .collect();
         let mut saved = Vec::new();
         let mut skipped = Vec::new();
         let mut total = 0u64;
@@ -267,13 +343,18 @@ impl PythonExecute {
             .sort_by_file_path(|a, b| a.cmp(b))
             .build();
         for entry in walker.flatten() {
-            let Ok(rel) = entry.path().strip_prefix(run_dir) else { continue };
+            let Ok(rel) = entry.path().strip_prefix(run_dir) else {
+                continue;
+            };
             if !entry.file_type().is_some_and(|t| t.is_file()) || !plan.globs.is_match(rel) {
                 continue;
             }
             let name = rel.to_string_lossy().into_owned();
             let skip = |reason: &str| json!({ "name": name, "reason": reason });
-            let ext = entry.path().extension().map(|e| format!(".{}", e.to_string_lossy().to_lowercase()));
+            let ext = entry
+                .path()
+                .extension()
+                .map(|e| format!(".{}", e.to_string_lossy().to_lowercase()));
             if !ext.as_ref().is_some_and(|e| allowed.contains(e)) {
                 skipped.push(skip("extension_not_allowed"));
                 continue;
@@ -318,12 +399,26 @@ impl PythonExecute {
 /// Copies `source` into `folder`, adding `-1`, `-2`, … before the extension if the name is taken.
 fn copy_unique(source: &Path, folder: &Path) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(folder)?;
-    let stem = source.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "artifact".into());
-    let ext = source.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
+    let stem = source
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "artifact".into());
+    let ext = source
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
     for n in 0..1000 {
-        let name = if n == 0 { format!("{stem}{ext}") } else { format!("{stem}-{n}{ext}") };
+        let name = if n == 0 {
+            format!("{stem}{ext}")
+        } else {
+            format!("{stem}-{n}{ext}")
+        };
         let target = folder.join(name);
-        match std::fs::OpenOptions::new().write(true).create_new(true).open(&target) {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&target)
+        {
             Ok(mut file) => {
                 let mut input = std::fs::File::open(source)?;
                 std::io::copy(&mut input, &mut file)?;

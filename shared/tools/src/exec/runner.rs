@@ -65,17 +65,27 @@ impl RunOutput {
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     #[error("cannot start `{program}`: {source}")]
-    Spawn { program: String, source: std::io::Error },
+    Spawn {
+        program: String,
+        source: std::io::Error,
+    },
     #[error("lost track of the child process: {0}")]
     Wait(std::io::Error),
 }
 
 /// Builds the child environment: the allowlisted variables of this process (or all of them), then `extra`.
-pub fn build_env(pass_parent_env: bool, allowlist: &[String], extra: &[(String, String)]) -> Vec<(String, String)> {
+pub fn build_env(
+    pass_parent_env: bool,
+    allowlist: &[String],
+    extra: &[(String, String)],
+) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = if pass_parent_env {
         std::env::vars().collect()
     } else {
-        allowlist.iter().filter_map(|name| std::env::var(name).ok().map(|value| (name.clone(), value))).collect()
+        allowlist
+            .iter()
+            .filter_map(|name| std::env::var(name).ok().map(|value| (name.clone(), value)))
+            .collect()
     };
     for (key, value) in extra {
         env.retain(|(k, _)| k != key);
@@ -92,7 +102,11 @@ pub async fn run(spec: RunSpec) -> Result<RunOutput, RunError> {
         .current_dir(&spec.cwd)
         .env_clear()
         .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .stdin(if spec.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdin(if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
@@ -100,9 +114,14 @@ pub async fn run(spec: RunSpec) -> Result<RunOutput, RunError> {
     if let Some(limits) = &spec.rlimits {
         apply_rlimits(&mut command, limits.clone());
     }
-    let mut child =
-        command.spawn().map_err(|source| RunError::Spawn { program: spec.program.clone(), source })?;
-    let pgid = child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw);
+    let mut child = command.spawn().map_err(|source| RunError::Spawn {
+        program: spec.program.clone(),
+        source,
+    })?;
+    let pgid = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .map(Pid::from_raw);
 
     if let (Some(input), Some(mut stdin)) = (spec.stdin, child.stdin.take()) {
         // Written from a task: a child that never reads stdin must not block the call.
@@ -111,8 +130,14 @@ pub async fn run(spec: RunSpec) -> Result<RunOutput, RunError> {
         });
     }
     let cap = spec.max_output_bytes;
-    let stdout = child.stdout.take().map(|pipe| tokio::spawn(read_capped(pipe, cap)));
-    let stderr = child.stderr.take().map(|pipe| tokio::spawn(read_capped(pipe, cap)));
+    let stdout = child
+        .stdout
+        .take()
+        .map(|pipe| tokio::spawn(read_capped(pipe, cap)));
+    let stderr = child
+        .stderr
+        .take()
+        .map(|pipe| tokio::spawn(read_capped(pipe, cap)));
 
     let (status, timed_out) = match tokio::time::timeout(spec.timeout, child.wait()).await {
         Ok(status) => (Some(status.map_err(RunError::Wait)?), false),
@@ -143,7 +168,9 @@ pub async fn run(spec: RunSpec) -> Result<RunOutput, RunError> {
 }
 
 async fn collect(task: Option<tokio::task::JoinHandle<(Vec<u8>, bool)>>) -> (Vec<u8>, bool) {
-    let Some(task) = task else { return (Vec::new(), false) };
+    let Some(task) = task else {
+        return (Vec::new(), false);
+    };
     match tokio::time::timeout(DRAIN_GRACE, task).await {
         Ok(Ok(out)) => out,
         // A reader still blocked after the grace period belongs to an escaped process; its output is lost.
@@ -176,14 +203,20 @@ fn fit(stdout: Vec<u8>, stderr: Vec<u8>, cap: usize) -> (String, String, bool) {
     let stderr_keep = stderr.len().min(cap);
     let stdout_keep = stdout.len().min(cap - stderr_keep);
     let cut = stdout_keep < stdout.len() || stderr_keep < stderr.len();
-    (decode(&stdout[..stdout_keep]), decode(&stderr[..stderr_keep]), cut)
+    (
+        decode(&stdout[..stdout_keep]),
+        decode(&stderr[..stderr_keep]),
+        cut,
+    )
 }
 
 /// Lossy UTF-8, without a replacement character for a multi-byte sequence the cap split at the very end.
 fn decode(bytes: &[u8]) -> String {
     match std::str::from_utf8(bytes) {
         Ok(text) => text.to_string(),
-        Err(err) if err.error_len().is_none() => String::from_utf8_lossy(&bytes[..err.valid_up_to()]).into_owned(),
+        Err(err) if err.error_len().is_none() => {
+            String::from_utf8_lossy(&bytes[..err.valid_up_to()]).into_owned()
+        }
         Err(_) => String::from_utf8_lossy(bytes).into_owned(),
     }
 }

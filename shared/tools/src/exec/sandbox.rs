@@ -34,7 +34,13 @@ pub struct AppliedSandbox {
 
 impl AppliedSandbox {
     fn plain(requested: SandboxMode, applied: SandboxMode, note: Option<String>) -> Self {
-        Self { requested, applied, note, prefix: Vec::new(), rlimits: None }
+        Self {
+            requested,
+            applied,
+            note,
+            prefix: Vec::new(),
+            rlimits: None,
+        }
     }
 
     /// The program and arguments to run once the prefix is applied.
@@ -71,7 +77,9 @@ pub async fn plan(settings: &SandboxSettings) -> AppliedSandbox {
         SandboxMode::None | SandboxMode::Basic => AppliedSandbox::plain(requested, requested, None),
         SandboxMode::Rlimit => {
             if !settings.rlimit.enabled {
-                return fallback("sandbox_mode is rlimit but [rlimit] enabled = false; ran as basic".into());
+                return fallback(
+                    "sandbox_mode is rlimit but [rlimit] enabled = false; ran as basic".into(),
+                );
             }
             let r = &settings.rlimit;
             let limits = Rlimits {
@@ -81,18 +89,28 @@ pub async fn plan(settings: &SandboxSettings) -> AppliedSandbox {
                 nproc: r.nproc,
                 nofile: r.nofile,
             };
-            AppliedSandbox { rlimits: Some(limits), ..AppliedSandbox::plain(requested, requested, None) }
+            AppliedSandbox {
+                rlimits: Some(limits),
+                ..AppliedSandbox::plain(requested, requested, None)
+            }
         }
         SandboxMode::Cgroup => {
             let c = &settings.cgroup;
             if !c.enabled {
-                return fallback("sandbox_mode is cgroup but [cgroup] enabled = false; ran as basic".into());
+                return fallback(
+                    "sandbox_mode is cgroup but [cgroup] enabled = false; ran as basic".into(),
+                );
             }
             if c.driver != "systemd" {
-                return fallback(format!("cgroup driver `{}` is not supported (only systemd); ran as basic", c.driver));
+                return fallback(format!(
+                    "cgroup driver `{}` is not supported (only systemd); ran as basic",
+                    c.driver
+                ));
             }
             if let Err(reason) = systemd_run_usable().await {
-                return fallback(format!("cgroup sandbox unavailable: {reason}; ran as basic"));
+                return fallback(format!(
+                    "cgroup sandbox unavailable: {reason}; ran as basic"
+                ));
             }
             let prefix = vec![
                 "systemd-run".into(),
@@ -104,20 +122,32 @@ pub async fn plan(settings: &SandboxSettings) -> AppliedSandbox {
                 "-p".into(),
                 format!("CPUQuota={}%", c.cpu_quota_percent),
             ];
-            AppliedSandbox { prefix, ..AppliedSandbox::plain(requested, requested, None) }
+            AppliedSandbox {
+                prefix,
+                ..AppliedSandbox::plain(requested, requested, None)
+            }
         }
         SandboxMode::Jail => {
             let j = &settings.jail;
             if !j.enabled {
-                return fallback("sandbox_mode is jail but [jail] enabled = false; ran as basic".into());
+                return fallback(
+                    "sandbox_mode is jail but [jail] enabled = false; ran as basic".into(),
+                );
             }
             let Some(argv0) = j.command_prefix.first() else {
-                return fallback("sandbox_mode is jail but [jail] command_prefix is empty; ran as basic".into());
+                return fallback(
+                    "sandbox_mode is jail but [jail] command_prefix is empty; ran as basic".into(),
+                );
             };
             if find_program(argv0).is_none() {
-                return fallback(format!("jail command `{argv0}` is not on PATH; ran as basic"));
+                return fallback(format!(
+                    "jail command `{argv0}` is not on PATH; ran as basic"
+                ));
             }
-            AppliedSandbox { prefix: j.command_prefix.clone(), ..AppliedSandbox::plain(requested, requested, None) }
+            AppliedSandbox {
+                prefix: j.command_prefix.clone(),
+                ..AppliedSandbox::plain(requested, requested, None)
+            }
         }
     }
 }
@@ -129,12 +159,15 @@ pub fn find_program(name: &str) -> Option<PathBuf> {
         return is_executable(&path).then_some(path);
     }
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|dir| dir.join(name)).find(|p| is_executable(p))
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| is_executable(p))
 }
 
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    path.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    path.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// `systemd-run --user --scope` needs a user manager on the session bus, which containers and services

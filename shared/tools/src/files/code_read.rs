@@ -68,16 +68,22 @@ impl Tool for CodeRead {
         if !path.absolute.is_file() {
             return Err(not_found(&path));
         }
-        let size = std::fs::metadata(&path.absolute).map(|m| m.len()).unwrap_or(0);
+        let size = std::fs::metadata(&path.absolute)
+            .map(|m| m.len())
+            .unwrap_or(0);
         if size > MAX_FILE_BYTES {
             return Err(ToolError::respond(
                 "file_too_large",
-                format!("{} is {size} bytes; use grep to find the lines you need", path.display()),
+                format!(
+                    "{} is {size} bytes; use grep to find the lines you need",
+                    path.display()
+                ),
             ));
         }
         let bytes = std::fs::read(&path.absolute).map_err(|e| io_error("read", &path, &e))?;
-        let text = String::from_utf8(bytes)
-            .map_err(|_| ToolError::respond("not_utf8", format!("{} is not UTF-8 text", path.display())))?;
+        let text = String::from_utf8(bytes).map_err(|_| {
+            ToolError::respond("not_utf8", format!("{} is not UTF-8 text", path.display()))
+        })?;
         let lines: Vec<&str> = text.lines().collect();
         let total = lines.len() as u64;
         let start = offset.min(total);

@@ -41,7 +41,8 @@ impl Tool for DeleteFile {
     }
 
     fn description(&self) -> String {
-        "Delete a managed file or folder permanently. A non-empty folder needs recursive=true.".into()
+        "Delete a managed file or folder permanently. A non-empty folder needs recursive=true."
+            .into()
     }
 
     fn parameters(&self) -> Value {
@@ -63,7 +64,10 @@ impl Tool for DeleteFile {
         let target = args.target.unwrap_or(Target::Any);
         let recursive = args.recursive.unwrap_or(false);
         if path.absolute == self.root.path() {
-            return Err(ToolError::respond("invalid_path", "the managed root itself cannot be deleted"));
+            return Err(ToolError::respond(
+                "invalid_path",
+                "the managed root itself cannot be deleted",
+            ));
         }
         let target_name = match target {
             Target::Any => "any",
@@ -78,7 +82,13 @@ impl Tool for DeleteFile {
             out.insert("deleted".into(), json!(false));
             out.insert("deleted_count".into(), json!(0));
             out.insert("target_type".into(), Value::Null);
-            out.insert("message".into(), json!(format!("{} does not exist; nothing deleted", path.display())));
+            out.insert(
+                "message".into(),
+                json!(format!(
+                    "{} does not exist; nothing deleted",
+                    path.display()
+                )),
+            );
             return Ok(Value::Object(out));
         };
         let is_dir = meta.is_dir();
@@ -94,7 +104,10 @@ impl Tool for DeleteFile {
             if count > 0 && !recursive {
                 return Err(ToolError::respond(
                     "folder_not_empty",
-                    format!("{} is not empty ({count} entries); pass recursive=true to delete it", path.display()),
+                    format!(
+                        "{} is not empty ({count} entries); pass recursive=true to delete it",
+                        path.display()
+                    ),
                 ));
             }
             std::fs::remove_dir_all(&path.absolute).map_err(|e| io_error("delete", &path, &e))?;
@@ -107,14 +120,19 @@ impl Tool for DeleteFile {
         out.insert("deleted".into(), json!(true));
         out.insert("deleted_count".into(), json!(deleted_count));
         out.insert("target_type".into(), json!(target_type));
-        out.insert("message".into(), json!(format!("deleted {target_type} {}", path.display())));
+        out.insert(
+            "message".into(),
+            json!(format!("deleted {target_type} {}", path.display())),
+        );
         Ok(Value::Object(out))
     }
 }
 
 /// Entries below a folder, not following links.
 fn count_entries(dir: &Path) -> u64 {
-    let Ok(reader) = std::fs::read_dir(dir) else { return 0 };
+    let Ok(reader) = std::fs::read_dir(dir) else {
+        return 0;
+    };
     reader
         .flatten()
         .map(|entry| match entry.file_type() {

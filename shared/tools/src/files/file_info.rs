@@ -46,11 +46,29 @@ impl Tool for FileInfo {
             return Err(not_found(&path));
         }
         let meta = std::fs::metadata(&path.absolute).map_err(|e| io_error("inspect", &path, &e))?;
-        let mime = if meta.is_dir() { "inode/directory".to_string() } else { mime_for(&path.absolute) };
+        let mime = if meta.is_dir() {
+            "inode/directory".to_string()
+        } else {
+            mime_for(&path.absolute)
+        };
         let mut out = result("info", &path);
         out.insert("ok".into(), json!(true));
-        out.insert("name".into(), json!(path.absolute.file_name().map(|n| n.to_string_lossy().into_owned())));
-        out.insert("extension".into(), json!(path.absolute.extension().map(|e| format!(".{}", e.to_string_lossy()))));
+        out.insert(
+            "name".into(),
+            json!(
+                path.absolute
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+            ),
+        );
+        out.insert(
+            "extension".into(),
+            json!(
+                path.absolute
+                    .extension()
+                    .map(|e| format!(".{}", e.to_string_lossy()))
+            ),
+        );
         out.insert("is_dir".into(), json!(meta.is_dir()));
         out.insert("is_image".into(), json!(mime.starts_with("image/")));
         out.insert("mime".into(), json!(mime));

@@ -56,17 +56,27 @@ impl Tool for GlobFiles {
     }
 
     async fn call(&self, args: Args, _ctx: &ToolContext) -> ToolResult {
-        let limit = args.limit.unwrap_or(DEFAULT_LIMIT as i64).clamp(1, MAX_LIMIT as i64) as usize;
+        let limit = args
+            .limit
+            .unwrap_or(DEFAULT_LIMIT as i64)
+            .clamp(1, MAX_LIMIT as i64) as usize;
         let pattern = args.pattern.trim();
         if pattern.is_empty() || pattern.contains('\0') {
-            return Err(ToolError::invalid_arguments("pattern must be a non-empty glob"));
+            return Err(ToolError::invalid_arguments(
+                "pattern must be a non-empty glob",
+            ));
         }
         if pattern.starts_with('/') || pattern.split('/').any(|part| part == "..") {
-            return Err(ToolError::invalid_arguments("pattern must be relative and must not contain `..`"));
+            return Err(ToolError::invalid_arguments(
+                "pattern must be relative and must not contain `..`",
+            ));
         }
         let folder = self.root.resolve(args.folder.as_deref().unwrap_or(""))?;
         if !folder.absolute.is_dir() {
-            return Err(ToolError::respond("folder_not_found", format!("folder not found: {}", folder.display())));
+            return Err(ToolError::respond(
+                "folder_not_found",
+                format!("folder not found: {}", folder.display()),
+            ));
         }
         // Python's rglob matches the pattern at any depth, so a bare `*.txt` also matches `a/b/c.txt`.
         let mut set = GlobSetBuilder::new();
@@ -77,7 +87,9 @@ impl Tool for GlobFiles {
                 .map_err(|e| ToolError::invalid_arguments(format!("invalid glob pattern: {e}")))?;
             set.add(glob);
         }
-        let set = set.build().map_err(|e| ToolError::invalid_arguments(format!("invalid glob pattern: {e}")))?;
+        let set = set
+            .build()
+            .map_err(|e| ToolError::invalid_arguments(format!("invalid glob pattern: {e}")))?;
         let walker = ignore::WalkBuilder::new(&folder.absolute)
             .standard_filters(false)
             .follow_links(false)
@@ -89,7 +101,9 @@ impl Tool for GlobFiles {
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 continue;
             }
-            let Ok(rel) = entry.path().strip_prefix(&folder.absolute) else { continue };
+            let Ok(rel) = entry.path().strip_prefix(&folder.absolute) else {
+                continue;
+            };
             if !set.is_match(rel) {
                 continue;
             }
@@ -111,7 +125,10 @@ impl Tool for GlobFiles {
             }));
         }
         let mut out = result("glob", &folder);
-        out.insert("root_dir".into(), json!(self.root.path().display().to_string()));
+        out.insert(
+            "root_dir".into(),
+            json!(self.root.path().display().to_string()),
+        );
         out.insert("folder".into(), json!(folder.display()));
         out.insert("pattern".into(), json!(pattern));
         out.insert("count".into(), json!(entries.len()));

@@ -32,7 +32,8 @@ impl Tool for ListFiles {
     }
 
     fn description(&self) -> String {
-        "List managed files and folders in a folder (default: the managed root), sorted by name.".into()
+        "List managed files and folders in a folder (default: the managed root), sorted by name."
+            .into()
     }
 
     fn parameters(&self) -> Value {
@@ -51,12 +52,16 @@ impl Tool for ListFiles {
         if !folder.absolute.is_dir() {
             return Err(ToolError::respond(
                 "folder_not_found",
-                format!("folder not found: {}. Use list_files without a folder to see the root.", folder.display()),
+                format!(
+                    "folder not found: {}. Use list_files without a folder to see the root.",
+                    folder.display()
+                ),
             ));
         }
         let mut entries = Vec::new();
         let mut truncated = false;
-        let reader = std::fs::read_dir(&folder.absolute).map_err(|e| io_error("list", &folder, &e))?;
+        let reader =
+            std::fs::read_dir(&folder.absolute).map_err(|e| io_error("list", &folder, &e))?;
         for entry in reader.flatten() {
             if entries.len() >= MAX_ENTRIES {
                 truncated = true;
@@ -65,7 +70,9 @@ impl Tool for ListFiles {
             let name = entry.file_name().to_string_lossy().into_owned();
             // symlink_metadata: report a link as what it is, not what it points to, so listing never follows
             // a link out of the root.
-            let Ok(meta) = entry.path().symlink_metadata() else { continue };
+            let Ok(meta) = entry.path().symlink_metadata() else {
+                continue;
+            };
             let path = match &folder.relative {
                 Some(rel) if rel != "." => format!("{rel}/{name}"),
                 Some(_) => name.clone(),
@@ -81,7 +88,10 @@ impl Tool for ListFiles {
         }
         entries.sort_by_key(|e| e["name"].as_str().unwrap_or_default().to_lowercase());
         let mut out = result("list", &folder);
-        out.insert("root_dir".into(), json!(self.root.path().display().to_string()));
+        out.insert(
+            "root_dir".into(),
+            json!(self.root.path().display().to_string()),
+        );
         out.insert("folder".into(), json!(folder.display()));
         out.insert("count".into(), json!(entries.len()));
         out.insert("truncated".into(), json!(truncated));

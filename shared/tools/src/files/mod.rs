@@ -65,7 +65,10 @@ pub(crate) fn io_error(action: &str, path: &ManagedPath, err: &std::io::Error) -
     if err.kind() == std::io::ErrorKind::NotFound {
         return not_found(path);
     }
-    ToolError::respond("file_io_error", format!("cannot {action} {}: {err}", path.display()))
+    ToolError::respond(
+        "file_io_error",
+        format!("cannot {action} {}: {err}", path.display()),
+    )
 }
 
 /// An RFC 3339 UTC timestamp, as MiniBot reports `modified_at`.
@@ -85,7 +88,10 @@ pub(crate) fn result(action: &str, path: &ManagedPath) -> Map<String, Value> {
 }
 
 pub(crate) fn mime_for(path: &std::path::Path) -> String {
-    mime_guess::from_path(path).first_raw().unwrap_or("application/octet-stream").to_string()
+    mime_guess::from_path(path)
+        .first_raw()
+        .unwrap_or("application/octet-stream")
+        .to_string()
 }
 
 /// Saves a large output under `<root>/<subdir>/<prefix>XXXXXX<suffix>` and returns where it went. The subdir
@@ -97,14 +103,32 @@ pub(crate) fn write_spill(
     suffix: &str,
     bytes: &[u8],
 ) -> std::io::Result<ManagedPath> {
-    let folder = root.resolve(subdir).map_err(|e| std::io::Error::other(e.to_string()))?;
+    let folder = root
+        .resolve(subdir)
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
     std::fs::create_dir_all(&folder.absolute)?;
-    let file = tempfile::Builder::new().prefix(prefix).suffix(suffix).rand_bytes(6).tempfile_in(&folder.absolute)?;
+    let file = tempfile::Builder::new()
+        .prefix(prefix)
+        .suffix(suffix)
+        .rand_bytes(6)
+        .tempfile_in(&folder.absolute)?;
     std::fs::write(file.path(), bytes)?;
     let (_, path) = file.keep().map_err(|e| e.error)?;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let relative = folder.relative.map(|rel| if rel == "." { name.clone() } else { format!("{rel}/{name}") });
-    Ok(ManagedPath { absolute: path, relative })
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let relative = folder.relative.map(|rel| {
+        if rel == "." {
+            name.clone()
+        } else {
+            format!("{rel}/{name}")
+        }
+    });
+    Ok(ManagedPath {
+        absolute: path,
+        relative,
+    })
 }
 
 /// The first eight hex digits of the SHA-256 of `bytes`, used to make spill names recognisable.

@@ -55,29 +55,43 @@ impl Tool for MoveFile {
             return Err(not_found(&source));
         }
         if source.absolute == self.root.path() {
-            return Err(ToolError::respond("invalid_path", "the managed root itself cannot be moved"));
+            return Err(ToolError::respond(
+                "invalid_path",
+                "the managed root itself cannot be moved",
+            ));
         }
         if destination.absolute.starts_with(&source.absolute) {
-            return Err(ToolError::respond("invalid_path", "cannot move a folder into itself"));
+            return Err(ToolError::respond(
+                "invalid_path",
+                "cannot move a folder into itself",
+            ));
         }
         if destination.absolute.symlink_metadata().is_ok() {
             if !overwrite {
                 return Err(ToolError::respond(
                     "file_exists",
-                    format!("{} already exists; pass overwrite=true to replace it", destination.display()),
+                    format!(
+                        "{} already exists; pass overwrite=true to replace it",
+                        destination.display()
+                    ),
                 ));
             }
             if destination.absolute.is_dir() {
                 return Err(ToolError::respond(
                     "not_a_file",
-                    format!("{} is a folder and cannot be overwritten", destination.display()),
+                    format!(
+                        "{} is a folder and cannot be overwritten",
+                        destination.display()
+                    ),
                 ));
             }
         }
         if let Some(parent) = destination.absolute.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| io_error("create the folder for", &destination, &e))?;
+            std::fs::create_dir_all(parent)
+                .map_err(|e| io_error("create the folder for", &destination, &e))?;
         }
-        std::fs::rename(&source.absolute, &destination.absolute).map_err(|e| io_error("move", &source, &e))?;
+        std::fs::rename(&source.absolute, &destination.absolute)
+            .map_err(|e| io_error("move", &source, &e))?;
         let mut out = Map::new();
         out.insert("action".into(), json!("move"));
         out.insert("ok".into(), json!(true));

@@ -53,12 +53,17 @@ impl Tool for ReadFile {
             return Err(not_found(&path));
         }
         if !path.absolute.is_file() {
-            return Err(ToolError::respond("not_a_file", format!("{} is not a file", path.display())));
+            return Err(ToolError::respond(
+                "not_a_file",
+                format!("{} is not a file", path.display()),
+            ));
         }
         let file = std::fs::File::open(&path.absolute).map_err(|e| io_error("read", &path, &e))?;
         let size = file.metadata().map(|m| m.len()).unwrap_or(0);
         let mut bytes = Vec::new();
-        file.take(MAX_READ_BYTES).read_to_end(&mut bytes).map_err(|e| io_error("read", &path, &e))?;
+        file.take(MAX_READ_BYTES)
+            .read_to_end(&mut bytes)
+            .map_err(|e| io_error("read", &path, &e))?;
         let truncated = size > MAX_READ_BYTES;
         let content = match String::from_utf8(bytes) {
             Ok(text) => text,
@@ -72,7 +77,10 @@ impl Tool for ReadFile {
             Err(_) => {
                 return Err(ToolError::respond(
                     "not_utf8",
-                    format!("{} is not UTF-8 text; use file_info to see its type", path.display()),
+                    format!(
+                        "{} is not UTF-8 text; use file_info to see its type",
+                        path.display()
+                    ),
                 ));
             }
         };

@@ -30,7 +30,9 @@ pub enum PathError {
     TooLong(usize),
     #[error("a path component is too long (the limit is {MAX_COMPONENT_BYTES} bytes)")]
     ComponentTooLong,
-    #[error("path contains `{0}` (U+{1:04X}), which looks like a path separator or dot; use plain `/` and `.`")]
+    #[error(
+        "path contains `{0}` (U+{1:04X}), which looks like a path separator or dot; use plain `/` and `.`"
+    )]
     Lookalike(char, u32),
     #[error("path contains a backslash; use `/` to separate folders")]
     Backslash,
@@ -88,15 +90,24 @@ impl ManagedPath {
 
     /// What the model is shown as `path`: the relative form inside the root, else the absolute one.
     pub fn display(&self) -> String {
-        self.relative.clone().unwrap_or_else(|| self.absolute.display().to_string())
+        self.relative
+            .clone()
+            .unwrap_or_else(|| self.absolute.display().to_string())
     }
 
     /// The `path_relative` / `path_absolute` / `path_scope` fields every file result carries, with an optional
     /// prefix (`source_` / `destination_` for moves).
     pub fn describe_into(&self, out: &mut Map<String, Value>, prefix: &str) {
         out.insert(format!("{prefix}path_relative"), json!(self.relative));
-        out.insert(format!("{prefix}path_absolute"), json!(self.absolute.display().to_string()));
-        let scope = if self.inside_root() { "inside_root" } else { "outside_root" };
+        out.insert(
+            format!("{prefix}path_absolute"),
+            json!(self.absolute.display().to_string()),
+        );
+        let scope = if self.inside_root() {
+            "inside_root"
+        } else {
+            "outside_root"
+        };
         out.insert(format!("{prefix}path_scope"), json!(scope));
     }
 }
@@ -105,7 +116,10 @@ impl ManagedRoot {
     /// Creates the root folder if needed and pins its canonical location.
     pub fn create(root: &Path, allow_outside_root: bool) -> std::io::Result<Self> {
         std::fs::create_dir_all(root)?;
-        Ok(Self { root: root.canonicalize()?, allow_outside_root })
+        Ok(Self {
+            root: root.canonicalize()?,
+            allow_outside_root,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -135,12 +149,19 @@ impl ManagedRoot {
         let real = real_path(&lexical)?;
         let relative = real.strip_prefix(&self.root).ok().map(|rest| {
             let text = rest.to_string_lossy().replace('\\', "/");
-            if text.is_empty() { ".".to_string() } else { text }
+            if text.is_empty() {
+                ".".to_string()
+            } else {
+                text
+            }
         });
         if relative.is_none() && !self.allow_outside_root {
             return Err(PathError::Escapes);
         }
-        Ok(ManagedPath { absolute: real, relative })
+        Ok(ManagedPath {
+            absolute: real,
+            relative,
+        })
     }
 
     /// Like [`Self::resolve`] but an empty path is an error (for tools whose `path` names a file).
@@ -164,9 +185,16 @@ impl ManagedRoot {
         let parent = self.resolve(&parent.to_string_lossy())?;
         let relative = parent.relative.as_ref().map(|rel| {
             let name = name.to_string_lossy();
-            if rel == "." { name.into_owned() } else { format!("{rel}/{name}") }
+            if rel == "." {
+                name.into_owned()
+            } else {
+                format!("{rel}/{name}")
+            }
         });
-        Ok(ManagedPath { absolute: parent.absolute.join(name), relative })
+        Ok(ManagedPath {
+            absolute: parent.absolute.join(name),
+            relative,
+        })
     }
 }
 
@@ -183,7 +211,10 @@ fn check_text(written: &str) -> Result<(), PathError> {
             _ => {}
         }
     }
-    if written.split('/').any(|part| part.len() > MAX_COMPONENT_BYTES) {
+    if written
+        .split('/')
+        .any(|part| part.len() > MAX_COMPONENT_BYTES)
+    {
         return Err(PathError::ComponentTooLong);
     }
     Ok(())

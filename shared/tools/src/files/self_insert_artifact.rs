@@ -75,7 +75,9 @@ impl Tool for SelfInsertArtifact {
         if role != "user" {
             return Err(ToolError::respond(
                 "role_not_allowed",
-                format!("role `{role}` is not allowed; artifacts are inserted as user messages only"),
+                format!(
+                    "role `{role}` is not allowed; artifacts are inserted as user messages only"
+                ),
             ));
         }
         let path = self.root.resolve_required(&args.path)?;
@@ -86,19 +88,30 @@ impl Tool for SelfInsertArtifact {
         if args.kind == Kind::Image && !mime.starts_with("image/") {
             return Err(ToolError::respond(
                 "not_an_image",
-                format!("{} has type {mime}; insert it with as=\"file\"", path.display()),
+                format!(
+                    "{} has type {mime}; insert it with as=\"file\"",
+                    path.display()
+                ),
             ));
         }
-        let size = std::fs::metadata(&path.absolute).map(|m| m.len()).unwrap_or(0);
+        let size = std::fs::metadata(&path.absolute)
+            .map(|m| m.len())
+            .unwrap_or(0);
         let absolute = path.absolute.display().to_string();
-        let filename = args
-            .filename
-            .or_else(|| path.absolute.file_name().map(|n| n.to_string_lossy().into_owned()));
+        let filename = args.filename.or_else(|| {
+            path.absolute
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+        });
         let mut parts = Vec::new();
         if let Some(text) = args.text.filter(|t| !t.is_empty()) {
             parts.push(json!({ "type": "text", "text": text }));
         }
-        let kind = if args.kind == Kind::Image { "image" } else { "file" };
+        let kind = if args.kind == Kind::Image {
+            "image"
+        } else {
+            "file"
+        };
         parts.push(json!({
             "type": kind,
             "source": { "type": "managed_file", "path": absolute },

@@ -59,10 +59,19 @@ impl Tool for SendFile {
             return Err(not_found(&path));
         }
         if !path.absolute.is_file() {
-            return Err(ToolError::respond("not_a_file", format!("{} is not a file", path.display())));
+            return Err(ToolError::respond(
+                "not_a_file",
+                format!("{} is not a file", path.display()),
+            ));
         }
-        if args.caption.as_ref().is_some_and(|c| c.chars().count() > MAX_CAPTION_CHARS) {
-            return Err(ToolError::invalid_arguments(format!("caption is longer than {MAX_CAPTION_CHARS} characters")));
+        if args
+            .caption
+            .as_ref()
+            .is_some_and(|c| c.chars().count() > MAX_CAPTION_CHARS)
+        {
+            return Err(ToolError::invalid_arguments(format!(
+                "caption is longer than {MAX_CAPTION_CHARS} characters"
+            )));
         }
         let absolute = path.absolute.display().to_string();
         let mut out = result("send", &path);

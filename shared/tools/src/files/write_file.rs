@@ -13,7 +13,10 @@ pub struct WriteFile {
 
 impl WriteFile {
     pub fn new(root: Arc<ManagedRoot>, max_write_bytes: u64) -> Self {
-        Self { root, max_write_bytes }
+        Self {
+            root,
+            max_write_bytes,
+        }
     }
 }
 
@@ -63,20 +66,30 @@ impl Tool for WriteFile {
         if size > self.max_write_bytes {
             return Err(ToolError::respond(
                 "content_too_large",
-                format!("content is {size} bytes; the limit is {} bytes", self.max_write_bytes),
+                format!(
+                    "content is {size} bytes; the limit is {} bytes",
+                    self.max_write_bytes
+                ),
             ));
         }
         if path.absolute.is_dir() {
-            return Err(ToolError::respond("not_a_file", format!("{} is a folder", path.display())));
+            return Err(ToolError::respond(
+                "not_a_file",
+                format!("{} is a folder", path.display()),
+            ));
         }
         if path.absolute.exists() && !overwrite {
             return Err(ToolError::respond(
                 "file_exists",
-                format!("{} already exists; pass overwrite=true to replace it", path.display()),
+                format!(
+                    "{} already exists; pass overwrite=true to replace it",
+                    path.display()
+                ),
             ));
         }
         if let Some(parent) = path.absolute.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| io_error("create the folder for", &path, &e))?;
+            std::fs::create_dir_all(parent)
+                .map_err(|e| io_error("create the folder for", &path, &e))?;
         }
         let mut options = std::fs::OpenOptions::new();
         options.write(true).truncate(true);
@@ -88,8 +101,11 @@ impl Tool for WriteFile {
         }
         // O_NOFOLLOW: a symlink planted after resolution must not redirect the write out of the root.
         options.custom_flags(libc::O_NOFOLLOW);
-        let mut file = options.open(&path.absolute).map_err(|e| io_error("write", &path, &e))?;
-        file.write_all(args.content.as_bytes()).map_err(|e| io_error("write", &path, &e))?;
+        let mut file = options
+            .open(&path.absolute)
+            .map_err(|e| io_error("write", &path, &e))?;
+        file.write_all(args.content.as_bytes())
+            .map_err(|e| io_error("write", &path, &e))?;
         let mut out = result("write", &path);
         out.insert("ok".into(), json!(true));
         out.insert("bytes_written".into(), json!(size));
