@@ -7,6 +7,7 @@ pub mod edit;
 pub mod exec;
 pub mod files;
 pub mod runtime;
+pub mod search;
 mod services;
 pub mod utility;
 
@@ -23,5 +24,6 @@ pub fn main_agent_tools(services: &ToolServices) -> ToolRegistry {
     files::register(&mut registry, services);
     exec::register(&mut registry, services, true);
     edit::register(&mut registry, services);
+    search::register(&mut registry, services);
     registry
 }
