@@ -6,6 +6,7 @@ pub mod chat;
 pub mod edit;
 pub mod exec;
 pub mod files;
+pub mod http;
 pub mod runtime;
 pub mod search;
 mod services;
@@ -25,5 +26,6 @@ pub fn main_agent_tools(services: &ToolServices) -> ToolRegistry {
     exec::register(&mut registry, services, true);
     edit::register(&mut registry, services);
     search::register(&mut registry, services);
+    http::register(&mut registry, services);
     registry
 }
