@@ -123,13 +123,19 @@ impl DynTool for SpillTool {
             if escaped_len(&text) <= self.threshold {
                 return Ok(value);
             }
-            Ok(self.spill(value, text).await)
+            Ok(self.spill(value).await)
         })
     }
 }
 
 impl SpillTool {
-    async fn spill(&self, value: Value, text: String) -> Value {
+    async fn spill(&self, value: Value) -> Value {
+        // Saved pretty-printed: one field per line lets code_read and grep page through it, where a single
+        // compact line would come back as one oversized match.
+        let text = match &value {
+            Value::String(text) => text.clone(),
+            other => serde_json::to_string_pretty(other).unwrap_or_else(|_| other.to_string()),
+        };
         let name = self.inner.name().to_string();
         let mut out = short_fields(&value);
         let ok = value.get("ok") != Some(&Value::Bool(false));

@@ -260,10 +260,8 @@ impl HttpRequest {
         out.insert("headers".into(), Value::Object(headers));
         out.insert("content_type".into(), json!(content_type));
         out.insert("processor_used".into(), json!(processor));
-        out.insert(
-            "truncated".into(),
-            json!(over_budget || bytes.len() as u64 > c.max_bytes.bytes()),
-        );
+        let truncated = over_budget || bytes.len() as u64 > c.max_bytes.bytes();
+        out.insert("truncated".into(), json!(truncated));
         let chars = processed.chars().count();
         let spill = match &self.spill_root {
             Some(root) if chars as u64 > c.spill_after_chars => {
@@ -317,6 +315,11 @@ impl HttpRequest {
                     if cut > 0 {
                         json!(format!(
                             "The body was cut to {cap} characters ({cut} more not shown)."
+                        ))
+                    } else if truncated {
+                        json!(format!(
+                            "The response is larger than {} bytes; only its start is shown.",
+                            c.max_bytes.bytes()
                         ))
                     } else {
                         Value::Null
