@@ -248,3 +248,30 @@ fn set_limits(limits: &Rlimits) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cap_cuts_stdout_before_stderr() {
+        assert_eq!(
+            fit(b"aaaa".to_vec(), b"ee".to_vec(), 10),
+            ("aaaa".into(), "ee".into(), false)
+        );
+        assert_eq!(
+            fit(b"aaaa".to_vec(), b"ee".to_vec(), 4),
+            ("aa".into(), "ee".into(), true)
+        );
+        assert_eq!(
+            fit(b"aaaa".to_vec(), b"eeeeee".to_vec(), 4),
+            ("".into(), "eeee".into(), true)
+        );
+    }
+
+    #[test]
+    fn a_character_split_by_the_cap_is_dropped_not_garbled() {
+        assert_eq!(decode("aé".as_bytes().get(..2).unwrap_or_default()), "a");
+        assert_eq!(decode(b"a\xffb"), "a\u{FFFD}b");
+    }
+}

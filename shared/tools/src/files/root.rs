@@ -292,3 +292,52 @@ fn real_path(lexical: &Path) -> Result<PathBuf, PathError> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalize_resolves_dots_without_the_disk() {
+        assert_eq!(
+            normalize(Path::new("/r/a/./b/../c")),
+            Some(PathBuf::from("/r/a/c"))
+        );
+        assert_eq!(normalize(Path::new("/../..")), None);
+    }
+
+    #[test]
+    fn text_checks_name_the_problem() {
+        assert_eq!(
+            check_text("a\u{FF0E}b"),
+            Err(PathError::Lookalike('\u{FF0E}', 0xFF0E))
+        );
+        assert_eq!(check_text("a\u{202E}b"), Err(PathError::Control));
+        assert_eq!(
+            check_text(&"a".repeat(256)),
+            Err(PathError::ComponentTooLong)
+        );
+        assert_eq!(
+            check_text("ünïcödé/名前.txt"),
+            Ok(()),
+            "ordinary non-ASCII names are fine"
+        );
+    }
+
+    #[test]
+    fn relative_paths_display_with_slashes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = ManagedRoot::create(dir.path(), false).expect("root");
+        assert_eq!(
+            root.resolve("").expect("root").relative.as_deref(),
+            Some(".")
+        );
+        assert_eq!(
+            root.resolve("a/./b/../c.txt")
+                .expect("path")
+                .relative
+                .as_deref(),
+            Some("a/c.txt")
+        );
+    }
+}

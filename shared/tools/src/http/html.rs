@@ -42,7 +42,7 @@ const BLOCKS: &[&str] = &[
     "label",
 ];
 /// Deeper nesting is flattened: pathological pages must not overflow the stack.
-const MAX_DEPTH: usize = 256;
+const MAX_DEPTH: usize = 96;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Style {
@@ -145,8 +145,20 @@ impl Renderer {
             tl::Node::Tag(tag) => tag,
         };
         if depth > MAX_DEPTH {
-            let text = tag.inner_text(parser);
-            return self.text(&text);
+            // `all` is the flat list of descendants, so this needs no recursion however deep the page goes.
+            let raw: Vec<String> = tag
+                .children()
+                .all(parser)
+                .iter()
+                .filter_map(|n| match n {
+                    tl::Node::Raw(bytes) => Some(bytes.as_utf8_str().into_owned()),
+                    _ => None,
+                })
+                .collect();
+            for text in raw {
+                self.text(&text);
+            }
+            return;
         }
         let name = tag.name().as_utf8_str().to_ascii_lowercase();
         let name = name.as_str();
@@ -452,4 +464,49 @@ pub fn collapse_lines(text: &str) -> String {
         }
     }
     out.trim_end().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entities_decode_and_bad_ones_stay() {
+        assert_eq!(
+            decode_entities("a &amp; b &lt;c&gt; &#233;&#x4E2D; &bogus; & x"),
+            "a & b <c> é中 &bogus; & x"
+        );
+        assert_eq!(decode_entities("&#0; &#xFFFFFFFF;"), "&#0; &#xFFFFFFFF;");
+    }
+
+    #[test]
+    fn scripts_are_cut_even_when_unclosed_or_oddly_cased() {
+        let out = render(
+            "<p>keep</p><SCRIPT type=x>if (a<b) {}</ScRiPt><p>also</p><style>p{}",
+            Style::Compact,
+        );
+        assert_eq!(out, "keep\nalso");
+        assert_eq!(
+            render("<p>a</p><scripts>text</scripts>", Style::Plain),
+            "a\ntext",
+            "<scripts> is not <script>"
+        );
+    }
+
+    #[test]
+    fn pre_keeps_whitespace_and_deep_nesting_is_safe() {
+        let out = render("<pre>  indented\n    more</pre>", Style::Compact);
+        assert_eq!(out, "  indented\n    more");
+        let deep = format!("{}deep{}", "<div>".repeat(5000), "</div>".repeat(5000));
+        assert_eq!(render(&deep, Style::Compact), "deep");
+    }
+
+    #[test]
+    fn links_without_text_show_the_target_and_javascript_links_are_plain() {
+        let out = render(
+            "<a href=\"/x\"></a> <a href=\"javascript:void(0)\">click</a>",
+            Style::Compact,
+        );
+        assert_eq!(out, "[/x](/x) click");
+    }
 }
