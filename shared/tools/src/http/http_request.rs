@@ -229,7 +229,12 @@ impl HttpRequest {
         } else {
             c.max_bytes.bytes()
         } as usize;
-        let decoded = decode_prefix(&bytes[..bytes.len().min(decode_limit)]);
+        let prefix = &bytes[..bytes.len().min(decode_limit)];
+        let decoded = if is_latin1(&content_type) {
+            prefix.iter().map(|&b| char::from(b)).collect()
+        } else {
+            decode_prefix(prefix)
+        };
         let mode = c.response_processing_mode.as_str();
         let (processed, processor) = if head || mode == "none" || is_json {
             (decoded, "none")
@@ -330,6 +335,20 @@ impl HttpRequest {
         }
         out
     }
+}
+
+/// Single-byte Western charsets, common on older sites; every byte maps straight to the code point of the same
+/// value (exact for ISO-8859-1, close enough for windows-1252 text).
+fn is_latin1(content_type: &str) -> bool {
+    let lower = content_type.to_ascii_lowercase();
+    [
+        "charset=iso-8859-1",
+        "charset=latin1",
+        "charset=windows-1252",
+        "charset=\"iso-8859-1\"",
+    ]
+    .iter()
+    .any(|c| lower.contains(c))
 }
 
 /// UTF-8 with invalid bytes replaced, dropping a character the cut split at the end.

@@ -62,6 +62,7 @@ impl GetSettings {
                 json!({
                 "default_timeout_seconds": t.bash.default_timeout_seconds,
                 "max_timeout_seconds": t.bash.max_timeout_seconds,
+                "sandbox_mode": t.bash.sandbox_mode.as_str(),
                 "env_allowlist": t.bash.env_allowlist }),
             );
         }

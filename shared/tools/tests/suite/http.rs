@@ -30,6 +30,9 @@ async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infalli
         "/page.html" => Response::builder()
             .header("content-type", "text/html; charset=utf-8")
             .body(Full::from(PAGE)),
+        "/latin1" => Response::builder()
+            .header("content-type", "text/plain; charset=ISO-8859-1")
+            .body(Full::from(&b"caf\xe9"[..])),
         "/data.json" => Response::builder()
             .header("content-type", "application/json")
             .body(Full::from(JSON)),
