@@ -1,8 +1,6 @@
 use crate::files::{ManagedRoot, not_found};
 use grep_regex::RegexMatcherBuilder;
-use grep_searcher::{
-    BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch,
-};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
 use minibot_config::GrepSection;
 use serde::{Deserialize, Serialize};
@@ -205,11 +203,15 @@ pub fn search(
             |_| file.display().to_string(),
             |p| p.to_string_lossy().into_owned(),
         );
+        let outcome_len = outcome.matches.len();
         let mut sink = Collector {
             path: shown,
             outcome: &mut outcome,
             max: options.max_matches,
-            before: Vec::new(),
+            before_lines: options.context_before as u64,
+            after_lines: options.context_after as u64,
+            recent: std::collections::VecDeque::new(),
+            first_in_file: outcome_len,
             binary: false,
         };
         match searcher.search_path(&matcher, &file, &mut sink) {
@@ -243,12 +245,42 @@ fn files(target: &Path, options: &GrepOptions) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Collects matches with their context. The searcher reports each line once, so a line between two close
+/// matches arrives as the first one's after-context only; both context lists are therefore rebuilt from the
+/// line numbers, and a line can appear after one match and before the next, as a reader expects.
 struct Collector<'a> {
     path: String,
     outcome: &'a mut GrepOutcome,
     max: usize,
-    before: Vec<String>,
+    before_lines: u64,
+    after_lines: u64,
+    /// The last `before_lines` lines seen in this file, with their numbers.
+    recent: std::collections::VecDeque<(u64, String)>,
+    /// Index of this file's first match in `outcome.matches`.
+    first_in_file: usize,
     binary: bool,
+}
+
+impl Collector<'_> {
+    /// Adds a line to the after-context of the earlier matches it follows closely enough, and remembers it as
+    /// possible before-context.
+    fn saw(&mut self, number: u64, text: &str) {
+        for m in self.outcome.matches[self.first_in_file..].iter_mut().rev() {
+            if number <= m.line {
+                continue;
+            }
+            if number - m.line > self.after_lines {
+                break;
+            }
+            m.context_after.push(text.to_string());
+        }
+        if self.before_lines > 0 {
+            if self.recent.len() as u64 >= self.before_lines {
+                self.recent.pop_front();
+            }
+            self.recent.push_back((number, text.to_string()));
+        }
+    }
 }
 
 fn line_text(bytes: &[u8]) -> String {
@@ -274,11 +306,20 @@ impl Sink for Collector<'_> {
             self.outcome.truncated = true;
             return Ok(false);
         }
+        let line = found.line_number().unwrap_or(0);
+        let text = line_text(found.bytes());
+        let context_before = self
+            .recent
+            .iter()
+            .filter(|(n, _)| *n < line && line - n <= self.before_lines)
+            .map(|(_, t)| t.clone())
+            .collect();
+        self.saw(line, &text);
         self.outcome.matches.push(GrepMatch {
             path: self.path.clone(),
-            line: found.line_number().unwrap_or(0),
-            text: line_text(found.bytes()),
-            context_before: std::mem::take(&mut self.before),
+            line,
+            text,
+            context_before,
             context_after: Vec::new(),
         });
         Ok(true)
@@ -289,20 +330,9 @@ impl Sink for Collector<'_> {
         _searcher: &Searcher,
         context: &SinkContext<'_>,
     ) -> Result<bool, Self::Error> {
-        let text = line_text(context.bytes());
-        match context.kind() {
-            SinkContextKind::Before => self.before.push(text),
-            SinkContextKind::After => {
-                if let Some(last) = self
-                    .outcome
-                    .matches
-                    .last_mut()
-                    .filter(|m| m.path == self.path)
-                {
-                    last.context_after.push(text);
-                }
-            }
-            SinkContextKind::Other => {}
+        if let Some(number) = context.line_number() {
+            let text = line_text(context.bytes());
+            self.saw(number, &text);
         }
         Ok(true)
     }

@@ -115,6 +115,32 @@ async fn context_lines_surround_each_match() {
 }
 
 #[tokio::test]
+async fn close_matches_share_their_context_lines() {
+    let env = seeded();
+    env.write("close.txt", "a\nhit1\nb\nhit2\nc\nd\n");
+    let out = env.ok("grep", json!({ "pattern": "hit", "path": "close.txt", "context_before": 1, "context_after": 1 })).await;
+    assert_eq!(out["matches"][0]["context_before"], json!(["a"]));
+    assert_eq!(out["matches"][0]["context_after"], json!(["b"]));
+    assert_eq!(
+        out["matches"][1]["context_before"],
+        json!(["b"]),
+        "the line between two matches belongs to both"
+    );
+    assert_eq!(out["matches"][1]["context_after"], json!(["c"]));
+    let adjacent = env
+        .ok(
+            "grep",
+            json!({ "pattern": "hit|b", "path": "close.txt", "context_after": 2 }),
+        )
+        .await;
+    assert_eq!(
+        adjacent["matches"][0]["context_after"],
+        json!(["b", "hit2"]),
+        "following matches are context too"
+    );
+}
+
+#[tokio::test]
 async fn the_caller_cannot_raise_the_match_cap() {
     let env = Env::new("[tools.grep]\nenabled = true\nmax_matches = 5\n");
     env.write("many.txt", &"hit\n".repeat(50));
