@@ -122,6 +122,9 @@ pub async fn run(spec: RunSpec) -> Result<RunOutput, RunError> {
         .id()
         .and_then(|id| i32::try_from(id).ok())
         .map(Pid::from_raw);
+    // If the caller stops waiting (the turn timed out and this future is dropped), kill_on_drop would reach
+    // only the direct child; the guard takes the rest of the group with it.
+    let _guard = GroupGuard(pgid);
 
     if let (Some(input), Some(mut stdin)) = (spec.stdin, child.stdin.take()) {
         // Written from a task: a child that never reads stdin must not block the call.
@@ -165,6 +168,16 @@ pub async fn run(spec: RunSpec) -> Result<RunOutput, RunError> {
         truncated: stdout_over || stderr_over || cut,
         duration: started.elapsed(),
     })
+}
+
+struct GroupGuard(Option<Pid>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0 {
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
+    }
 }
 
 async fn collect(task: Option<tokio::task::JoinHandle<(Vec<u8>, bool)>>) -> (Vec<u8>, bool) {

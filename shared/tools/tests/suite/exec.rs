@@ -104,6 +104,29 @@ async fn timeout_kills_the_whole_group_including_grandchildren() {
 }
 
 #[tokio::test]
+async fn a_cancelled_call_still_kills_the_group() {
+    let env = Env::new("");
+    let pidfile = env.dir.path().join("orphan.pid");
+    let command = format!("sleep 100 & echo $! > {}; sleep 100", pidfile.display());
+    // The agent drops the tool future when the turn times out; nothing may keep running after that.
+    let call = env.call("bash", json!({ "command": command, "timeout_seconds": 60 }));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(700), call)
+            .await
+            .is_err()
+    );
+    let pid: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        wait_dead(pid).await,
+        "grandchild {pid} outlived the cancelled call"
+    );
+}
+
+#[tokio::test]
 async fn background_jobs_do_not_outlive_or_stall_the_call() {
     let env = Env::new("");
     let started = Instant::now();
