@@ -66,7 +66,9 @@ impl PythonRuntime {
         let mut builder = tempfile::Builder::new();
         builder.prefix("minibot_pyexec_");
         let dir = match parent {
-            Some(parent) => builder.tempdir_in(parent),
+            Some(parent) => {
+                std::fs::create_dir_all(parent).and_then(|()| builder.tempdir_in(parent))
+            }
             None => builder.tempdir(),
         }
         .map_err(|e| {

@@ -402,3 +402,51 @@ async fn python_environment_info_reports_the_interpreter() {
         .await;
     assert_eq!(none["packages"], json!([]));
 }
+
+#[tokio::test]
+async fn python_artifacts_in_a_jail_need_a_shared_folder() {
+    let jail = "[tools.python_exec.jail]\nenabled = true\ncommand_prefix = [\"env\"]\n";
+    let env = Env::new(&format!(
+        "[tools.python_exec]\nsandbox_mode = \"jail\"\n{jail}"
+    ));
+    let (code, _) = env
+        .err(
+            "python_execute",
+            json!({ "code": "print(1)", "save_artifacts": true }),
+        )
+        .await;
+    assert_eq!(code, "artifacts_not_supported_in_jail");
+    let plain = env
+        .ok("python_execute", json!({ "code": "print(1)" }))
+        .await;
+    assert_eq!(
+        (plain["sandbox_mode"].as_str(), plain["stdout"].as_str()),
+        (Some("jail"), Some("1\n"))
+    );
+
+    let env = Env::new(&format!(
+        "[tools.python_exec]\nsandbox_mode = \"jail\"\nartifacts_allow_in_jail = true\n\
+         artifacts_jail_shared_dir = \"jailshare\"\n{jail}"
+    ));
+    let code = "import os\nprint(os.getcwd())\nopen('out.json','w').write('{}')";
+    let out = env
+        .ok(
+            "python_execute",
+            json!({ "code": code, "save_artifacts": true }),
+        )
+        .await;
+    let cwd = out["stdout"].as_str().unwrap().trim().to_string();
+    assert!(
+        cwd.starts_with(
+            &env.dir
+                .path()
+                .join("jailshare")
+                .canonicalize()
+                .unwrap()
+                .display()
+                .to_string()
+        ),
+        "{cwd}"
+    );
+    assert_eq!(out["artifacts_saved"][0]["path"], "generated/out.json");
+}
