@@ -1,6 +1,7 @@
 //! Host execution: `bash`, `python_execute` and `python_environment_info`, all on the same process runner
 //! (`runner.rs`) and sandbox planner (`sandbox.rs`).
 
+mod artifacts;
 mod bash;
 mod python_environment_info;
 mod python_execute;

@@ -1,8 +1,8 @@
+use super::artifacts::ArtifactPlan;
 use super::runner::{self, RunSpec};
 use super::sandbox::{self, SandboxSettings, find_program};
 use super::{clamp_timeout, run_error};
-use crate::files::{ManagedRoot, mime_for};
-use globset::{GlobBuilder, GlobSetBuilder};
+use crate::files::ManagedRoot;
 use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
 use minibot_config::{Config, PythonExecSection, SandboxMode};
 use serde::Deserialize;
@@ -139,13 +139,6 @@ pub struct Args {
     max_artifacts: Option<i64>,
 }
 
-/// Which artifacts to copy out of the run folder, checked before the code runs.
-struct ArtifactPlan {
-    globs: globset::GlobSet,
-    destination: crate::files::ManagedPath,
-    max_files: usize,
-}
-
 impl Tool for PythonExecute {
     type Args = Args;
 
@@ -208,7 +201,13 @@ impl Tool for PythonExecute {
             c.max_timeout_seconds,
         )?;
         let plan = if args.save_artifacts.unwrap_or(false) {
-            Some(self.artifact_plan(&args)?)
+            Some(ArtifactPlan::new(
+                c,
+                self.files.as_deref(),
+                args.artifact_globs.as_deref(),
+                args.artifact_subdir.as_deref(),
+                args.max_artifacts,
+            )?)
         } else {
             None
         };
@@ -232,7 +231,10 @@ impl Tool for PythonExecute {
         let (output, applied, artifacts) = self
             .runtime
             .run(args_v, stdin, timeout, parent.as_deref(), |dir| {
-                plan.as_ref().map(|plan| self.export_artifacts(plan, dir))
+                plan.as_ref().map(|plan| {
+                    let root = self.files.as_ref().map_or(dir, |f| f.path());
+                    plan.export(c, root, dir)
+                })
             })
             .await?;
         let mut out = Map::new();
@@ -253,182 +255,4 @@ impl Tool for PythonExecute {
         out.insert("python_executable".into(), json!(self.runtime.python));
         Ok(Value::Object(out))
     }
-}
-
-impl PythonExecute {
-    fn artifact_plan(&self, args: &Args) -> Result<ArtifactPlan, ToolError> {
-        let c = &self.runtime.config;
-        if !c.artifacts_enabled {
-            return Err(ToolError::respond(
-                "artifacts_disabled",
-                "artifact export is turned off in config",
-            ));
-        }
-        let Some(files) = &self.files else {
-            return Err(ToolError::respond(
-                "file_storage_unavailable",
-                "artifacts need [tools.file_storage] enabled; run without save_artifacts",
-            ));
-        };
-        let patterns: Vec<String> = match &args.artifact_globs {
-            Some(globs) if !globs.is_empty() => globs.clone(),
-            _ => c
-                .artifacts_allowed_extensions
-                .iter()
-                .map(|ext| format!("*{ext}"))
-                .collect(),
-        };
-        let mut set = GlobSetBuilder::new();
-        for pattern in &patterns {
-            if pattern.starts_with('/') || pattern.split('/').any(|p| p == "..") {
-                return Err(ToolError::respond(
-                    "invalid_artifact_options",
-                    format!("glob `{pattern}` must stay inside the run folder"),
-                ));
-            }
-            for candidate in [pattern.clone(), format!("**/{pattern}")] {
-                let glob = GlobBuilder::new(&candidate)
-                    .literal_separator(true)
-                    .build()
-                    .map_err(|e| {
-                        ToolError::respond(
-                            "invalid_artifact_options",
-                            format!("invalid glob `{pattern}`: {e}"),
-                        )
-                    })?;
-                set.add(glob);
-            }
-        }
-        let globs = set.build().map_err(|e| {
-            ToolError::respond(
-                "invalid_artifact_options",
-                format!("invalid artifact globs: {e}"),
-            )
-        })?;
-        let subdir = args
-            .artifact_subdir
-            .clone()
-            .unwrap_or_else(|| c.artifacts_default_subdir.clone());
-        let destination = files.resolve(&subdir)?;
-        let max_files = match args.max_artifacts {
-            None => c.artifacts_max_files as usize,
-            Some(n) if n >= 1 => (n as usize).min(c.artifacts_max_files as usize),
-            Some(_) => {
-                return Err(ToolError::respond(
-                    "invalid_artifact_options",
-                    "max_artifacts must be at least 1",
-                ));
-            }
-        };
-        Ok(ArtifactPlan {
-            globs,
-            destination,
-            max_files,
-        })
-    }
-
-    /// Copies matching files out of the run folder into managed storage. Symlinks are never followed, so code
-    /// cannot export `/etc/passwd` by linking to it.
-    fn export_artifacts(&self, plan: &ArtifactPlan, run_dir: &Path) -> (Vec<Value>, Vec<Value>) {
-        let c = &self.runtime.config;
-        let allowed: Vec<String> = c
-            .artifacts_allowed_extensions
-            .iter()
-            .map(|e| e.to_lowercase())
-            .collect();
-        let mut saved = Vec::new();
-        let mut skipped = Vec::new();
-        let mut total = 0u64;
-        let walker = ignore::WalkBuilder::new(run_dir)
-            .standard_filters(false)
-            .follow_links(false)
-            .sort_by_file_path(|a, b| a.cmp(b))
-            .build();
-        for entry in walker.flatten() {
-            let Ok(rel) = entry.path().strip_prefix(run_dir) else {
-                continue;
-            };
-            if !entry.file_type().is_some_and(|t| t.is_file()) || !plan.globs.is_match(rel) {
-                continue;
-            }
-            let name = rel.to_string_lossy().into_owned();
-            let skip = |reason: &str| json!({ "name": name, "reason": reason });
-            let ext = entry
-                .path()
-                .extension()
-                .map(|e| format!(".{}", e.to_string_lossy().to_lowercase()));
-            if !ext.as_ref().is_some_and(|e| allowed.contains(e)) {
-                skipped.push(skip("extension_not_allowed"));
-                continue;
-            }
-            let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
-            if saved.len() >= plan.max_files {
-                skipped.push(skip("max_files_reached"));
-                continue;
-            }
-            if size > c.artifacts_max_file_bytes.bytes() {
-                skipped.push(skip("file_too_large"));
-                continue;
-            }
-            if total + size > c.artifacts_max_total_bytes.bytes() {
-                skipped.push(skip("total_size_exceeded"));
-                continue;
-            }
-            match copy_unique(entry.path(), &plan.destination.absolute) {
-                Ok(target) => {
-                    total += size;
-                    let shown = plan
-                        .destination
-                        .relative
-                        .as_ref()
-                        .and_then(|_| target.strip_prefix(self.files.as_ref()?.path()).ok())
-                        .map_or_else(|| target.display().to_string(), |p| p.display().to_string());
-                    saved.push(json!({
-                        "path": shown,
-                        "path_absolute": target.display().to_string(),
-                        "name": target.file_name().map(|n| n.to_string_lossy().into_owned()),
-                        "size_bytes": size,
-                        "mime": mime_for(&target),
-                    }));
-                }
-                Err(err) => skipped.push(skip(&format!("copy_failed: {err}"))),
-            }
-        }
-        (saved, skipped)
-    }
-}
-
-/// Copies `source` into `folder`, adding `-1`, `-2`, … before the extension if the name is taken.
-fn copy_unique(source: &Path, folder: &Path) -> std::io::Result<PathBuf> {
-    std::fs::create_dir_all(folder)?;
-    let stem = source
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "artifact".into());
-    let ext = source
-        .extension()
-        .map(|e| format!(".{}", e.to_string_lossy()))
-        .unwrap_or_default();
-    for n in 0..1000 {
-        let name = if n == 0 {
-            format!("{stem}{ext}")
-        } else {
-            format!("{stem}-{n}{ext}")
-        };
-        let target = folder.join(name);
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&target)
-        {
-            Ok(mut file) => {
-                let mut input = std::fs::File::open(source)?;
-                std::io::copy(&mut input, &mut file)?;
-                return Ok(target);
-            }
-            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(err) => return Err(err),
-        }
-    }
-    Err(std::io::Error::other("no free artifact name"))
 }
