@@ -30,6 +30,10 @@ async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infalli
         "/page.html" => Response::builder()
             .header("content-type", "text/html; charset=utf-8")
             .body(Full::from(PAGE)),
+        "/slow" => {
+            tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+            Response::builder().body(Full::from("late"))
+        }
         "/latin1" => Response::builder()
             .header("content-type", "text/plain; charset=ISO-8859-1")
             .body(Full::from(&b"caf\xe9"[..])),
@@ -282,4 +286,23 @@ async fn connection_failures_are_reported() {
         .await;
     assert_eq!(code, "http_request_failed");
     assert!(message.contains(&addr.to_string()), "{message}");
+}
+
+#[tokio::test]
+async fn a_slow_server_hits_the_timeout() {
+    let addr = serve().await;
+    let env = http_env("timeout_seconds = 0.3\n");
+    let started = std::time::Instant::now();
+    let (code, _) = env
+        .err(
+            "http_request",
+            json!({ "url": format!("http://{addr}/slow") }),
+        )
+        .await;
+    assert_eq!(code, "http_request_failed");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(2),
+        "took {:?}",
+        started.elapsed()
+    );
 }
