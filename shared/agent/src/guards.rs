@@ -15,10 +15,7 @@ pub fn parse_arguments(raw: &str) -> Result<Value, String> {
     let first = match serde_json::from_str::<Value>(text) {
         Ok(value) => value,
         Err(error) => {
-            let open = text
-                .matches('{')
-                .count()
-                .saturating_sub(text.matches('}').count());
+            let open = text.matches('{').count().saturating_sub(text.matches('}').count());
             let repaired = format!("{text}{}", "}".repeat(open));
             match (open > 0).then(|| serde_json::from_str::<Value>(&repaired)) {
                 Some(Ok(value)) => value,
@@ -38,9 +35,7 @@ pub fn parse_arguments(raw: &str) -> Result<Value, String> {
 }
 
 fn strip_fences(text: &str) -> &str {
-    let Some(rest) = text.strip_prefix("```") else {
-        return text;
-    };
+    let Some(rest) = text.strip_prefix("```") else { return text };
     let rest = rest.trim_start_matches(|c: char| c.is_ascii_alphabetic());
     rest.strip_suffix("```").unwrap_or(rest).trim()
 }
@@ -51,11 +46,7 @@ pub fn sha256_hex(parts: &[&str]) -> String {
         hasher.update(part.as_bytes());
         hasher.update([0]);
     }
-    hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Old prompts taught models to answer `{"answer": {"kind", "content"}}` or `{"answer": "..."}`; show the text.
@@ -64,10 +55,7 @@ pub fn unwrap_legacy_answer(text: &str) -> String {
     if !(trimmed.starts_with('{') && trimmed.contains("\"answer\"")) {
         return text.to_string();
     }
-    match serde_json::from_str::<Value>(trimmed)
-        .ok()
-        .and_then(|v| v.get("answer").cloned())
-    {
+    match serde_json::from_str::<Value>(trimmed).ok().and_then(|v| v.get("answer").cloned()) {
         Some(Value::String(answer)) => answer,
         Some(Value::Object(inner)) => match inner.get("content") {
             Some(Value::String(content)) => content.clone(),
@@ -83,19 +71,10 @@ mod tests {
 
     #[test]
     fn repairs_fences_and_missing_braces() {
-        assert_eq!(
-            parse_arguments("```json\n{\"a\":1}\n```"),
-            Ok(serde_json::json!({"a": 1}))
-        );
-        assert_eq!(
-            parse_arguments("{\"a\":{\"b\":1}"),
-            Ok(serde_json::json!({"a": {"b": 1}}))
-        );
+        assert_eq!(parse_arguments("```json\n{\"a\":1}\n```"), Ok(serde_json::json!({"a": 1})));
+        assert_eq!(parse_arguments("{\"a\":{\"b\":1}"), Ok(serde_json::json!({"a": {"b": 1}})));
         assert_eq!(parse_arguments(""), Ok(serde_json::json!({})));
-        assert_eq!(
-            parse_arguments("\"{\\\"a\\\":2}\""),
-            Ok(serde_json::json!({"a": 2}))
-        );
+        assert_eq!(parse_arguments("\"{\\\"a\\\":2}\""), Ok(serde_json::json!({"a": 2})));
         assert!(parse_arguments("{\"a\": ").is_err());
         assert!(parse_arguments("[1,2]").is_err());
     }
@@ -103,10 +82,7 @@ mod tests {
     #[test]
     fn legacy_answers_are_unwrapped() {
         assert_eq!(unwrap_legacy_answer(r#"{"answer":"hi"}"#), "hi");
-        assert_eq!(
-            unwrap_legacy_answer(r#"{"answer":{"kind":"text","content":"yo"}}"#),
-            "yo"
-        );
+        assert_eq!(unwrap_legacy_answer(r#"{"answer":{"kind":"text","content":"yo"}}"#), "yo");
         assert_eq!(unwrap_legacy_answer("plain"), "plain");
     }
 }

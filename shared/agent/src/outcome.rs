@@ -69,17 +69,7 @@ pub enum AgentError {
 /// What a run reports while it works.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AgentEvent {
-    StepStarted {
-        step: u32,
-    },
-    ToolStarted {
-        call_id: String,
-        name: String,
-    },
-    ToolFinished {
-        call_id: String,
-        name: String,
-        ok: bool,
-        duration: Duration,
-    },
+    StepStarted { step: u32 },
+    ToolStarted { call_id: String, name: String },
+    ToolFinished { call_id: String, name: String, ok: bool, duration: Duration },
 }

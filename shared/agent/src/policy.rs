@@ -22,10 +22,8 @@ impl Patterns {
             if pattern.is_empty() {
                 continue;
             }
-            let glob = Glob::new(pattern).map_err(|e| PatternError {
-                pattern: pattern.to_string(),
-                reason: e.kind().to_string(),
-            })?;
+            let glob = Glob::new(pattern)
+                .map_err(|e| PatternError { pattern: pattern.to_string(), reason: e.kind().to_string() })?;
             matchers.push(glob.compile_matcher());
         }
         Ok(Self(matchers))
@@ -81,8 +79,7 @@ mod tests {
 
     #[test]
     fn fnmatch_patterns() {
-        let policy =
-            ToolPolicy::from_lists(&["memory_*", "get_?ettings", "[cb]ash"], &[]).expect("valid");
+        let policy = ToolPolicy::from_lists(&["memory_*", "get_?ettings", "[cb]ash"], &[]).expect("valid");
         assert!(policy.permits("memory_search"));
         assert!(policy.permits("get_settings"));
         assert!(policy.permits("bash"));

@@ -7,26 +7,11 @@
 use std::path::{Path, PathBuf};
 
 const BUILTIN: &[(&str, &str)] = &[
-    (
-        "main_agent_system.md",
-        include_str!("../../../prompts/main_agent_system.md"),
-    ),
-    (
-        "policies/tool_usage.md",
-        include_str!("../../../prompts/policies/tool_usage.md"),
-    ),
-    (
-        "channels/console.md",
-        include_str!("../../../prompts/channels/console.md"),
-    ),
-    (
-        "channels/telegram.md",
-        include_str!("../../../prompts/channels/telegram.md"),
-    ),
-    (
-        "channels/web.md",
-        include_str!("../../../prompts/channels/web.md"),
-    ),
+    ("main_agent_system.md", include_str!("../../../prompts/main_agent_system.md")),
+    ("policies/tool_usage.md", include_str!("../../../prompts/policies/tool_usage.md")),
+    ("channels/console.md", include_str!("../../../prompts/channels/console.md")),
+    ("channels/telegram.md", include_str!("../../../prompts/channels/telegram.md")),
+    ("channels/web.md", include_str!("../../../prompts/channels/web.md")),
 ];
 
 /// Where prompt texts come from: the override folder first, then the built-in copy.
@@ -44,9 +29,7 @@ pub struct PromptError {
 
 impl PromptLibrary {
     pub fn new(overrides: Option<PathBuf>) -> Self {
-        Self {
-            overrides: overrides.filter(|dir| dir.is_dir()),
-        }
+        Self { overrides: overrides.filter(|dir| dir.is_dir()) }
     }
 
     /// The text of `name` (for example `channels/console.md`): the override when present, else built-in.
@@ -57,10 +40,7 @@ impl PromptLibrary {
                 return read(&path).map(Some);
             }
         }
-        Ok(BUILTIN
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, text)| (*text).to_string()))
+        Ok(BUILTIN.iter().find(|(n, _)| *n == name).map(|(_, text)| (*text).to_string()))
     }
 
     /// Every policy fragment: built-in ones and `policies/*.md` of the override folder, sorted by name.
@@ -91,15 +71,10 @@ impl PromptLibrary {
 }
 
 pub fn read(path: &Path) -> Result<String, PromptError> {
-    let text = std::fs::read_to_string(path).map_err(|e| PromptError {
-        path: path.to_path_buf(),
-        reason: e.to_string(),
-    })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| PromptError { path: path.to_path_buf(), reason: e.to_string() })?;
     if text.trim().is_empty() {
-        return Err(PromptError {
-            path: path.to_path_buf(),
-            reason: "the file is empty".into(),
-        });
+        return Err(PromptError { path: path.to_path_buf(), reason: "the file is empty".into() });
     }
     Ok(text)
 }
@@ -143,20 +118,10 @@ mod tests {
         std::fs::write(dir.join("policies/zz_house.md"), "House rules.").expect("write");
         std::fs::write(dir.join("main_agent_system.md"), "You are Pat.").expect("write");
         let library = PromptLibrary::new(Some(dir.clone()));
-        assert_eq!(
-            library
-                .get("main_agent_system.md")
-                .ok()
-                .flatten()
-                .as_deref(),
-            Some("You are Pat.")
-        );
+        assert_eq!(library.get("main_agent_system.md").ok().flatten().as_deref(), Some("You are Pat."));
         let policies = library.policies().expect("policies");
         assert_eq!(policies.last().map(String::as_str), Some("House rules."));
-        assert!(
-            library.get("channels/console.md").ok().flatten().is_some(),
-            "built-in fallback"
-        );
+        assert!(library.get("channels/console.md").ok().flatten().is_some(), "built-in fallback");
         std::fs::remove_dir_all(dir).ok();
     }
 }

@@ -12,16 +12,13 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 pub const MAX_STEPS_REPLY: &str = "I reached the maximum execution steps before finishing.";
-pub const MAX_TOOL_CALLS_REPLY: &str =
-    "I reached the maximum number of tool calls before finishing.";
+pub const MAX_TOOL_CALLS_REPLY: &str = "I reached the maximum number of tool calls before finishing.";
 pub const EMPTY_ANSWER_REPLY: &str = "I didn't get a response there. Could you try that again?";
 pub const TIMEOUT_REPLY: &str = "I ran out of time before finishing this request.";
 pub const REPEATED_ITERATION_REPLY: &str =
     "I stopped because I kept repeating the same tool calls with the same results.";
-pub const TRUNCATED_REPLY: &str =
-    "I stopped because my tool calls kept arriving incomplete. Please try again.";
-const TEXT_TOOL_CALL_NUDGE: &str =
-    "Please use the tool calling interface instead of embedding tool calls in text.";
+pub const TRUNCATED_REPLY: &str = "I stopped because my tool calls kept arriving incomplete. Please try again.";
+const TEXT_TOOL_CALL_NUDGE: &str = "Please use the tool calling interface instead of embedding tool calls in text.";
 const MAX_TEXT_TOOL_CALL_NUDGES: u32 = 2;
 const MAX_TRUNCATED_IN_A_ROW: u32 = 3;
 const MAX_IDENTICAL_ITERATIONS: u32 = 3;
@@ -99,9 +96,7 @@ impl AgentRun<'_> {
 
             if response.tool_calls.is_empty() {
                 let text = unwrap_legacy_answer(response.content.as_deref().unwrap_or_default());
-                if text.contains("<tool_call>")
-                    && state.text_tool_nudges < MAX_TEXT_TOOL_CALL_NUDGES
-                {
+                if text.contains("<tool_call>") && state.text_tool_nudges < MAX_TEXT_TOOL_CALL_NUDGES {
                     state.text_tool_nudges += 1;
                     messages.push(Message::assistant_text(text));
                     messages.push(Message::User(TEXT_TOOL_CALL_NUDGE.into()));
@@ -133,11 +128,7 @@ impl AgentRun<'_> {
                     messages.push(tool_message(call, &skipped));
                     continue;
                 }
-                if self
-                    .limits
-                    .max_tool_calls
-                    .is_some_and(|max| state.tool_calls >= max)
-                {
+                if self.limits.max_tool_calls.is_some_and(|max| state.tool_calls >= max) {
                     return Ok((MAX_TOOL_CALLS_REPLY.into(), StopReason::MaxToolCalls));
                 }
                 state.tool_calls += 1;
@@ -152,10 +143,7 @@ impl AgentRun<'_> {
                         repeated_failure = Some(call.name.clone());
                     }
                 }
-                fingerprint_parts.push(format!(
-                    "{}\u{1}{}\u{1}{}",
-                    call.name, call.arguments, result
-                ));
+                fingerprint_parts.push(format!("{}\u{1}{}\u{1}{}", call.name, call.arguments, result));
                 messages.push(tool_message(call, &result));
             }
             if let Some(tool) = repeated_failure {
@@ -177,10 +165,7 @@ impl AgentRun<'_> {
             if state.last_fingerprint.as_deref() == Some(fingerprint.as_str()) {
                 state.identical_iterations += 1;
                 if state.identical_iterations >= MAX_IDENTICAL_ITERATIONS {
-                    return Ok((
-                        REPEATED_ITERATION_REPLY.into(),
-                        StopReason::RepeatedIteration,
-                    ));
+                    return Ok((REPEATED_ITERATION_REPLY.into(), StopReason::RepeatedIteration));
                 }
             } else {
                 state.last_fingerprint = Some(fingerprint);
@@ -190,21 +175,14 @@ impl AgentRun<'_> {
     }
 
     /// Runs one call; returns the result for the model and whether the arguments parsed.
-    async fn call_tool(
-        &self,
-        call: &ToolCall,
-        state: &mut LoopState,
-    ) -> Result<(Value, bool), AgentError> {
+    async fn call_tool(&self, call: &ToolCall, state: &mut LoopState) -> Result<(Value, bool), AgentError> {
         let args = match parse_arguments(&call.arguments) {
             Ok(args) => args,
             Err(reason) => {
                 let message = format!(
                     "{reason}. Your tool call was probably cut off; resend the complete call with all required arguments."
                 );
-                return Ok((
-                    error_result(&call.name, &call.arguments, "invalid_arguments", &message),
-                    false,
-                ));
+                return Ok((error_result(&call.name, &call.arguments, "invalid_arguments", &message), false));
             }
         };
         let Some(tool) = self.tools.get(&call.name) else {
@@ -213,19 +191,10 @@ impl AgentRun<'_> {
                  instead; otherwise use one of the tools offered to you.",
                 name = call.name
             );
-            return Ok((
-                error_result(&call.name, &call.arguments, "unknown_tool", &message),
-                true,
-            ));
+            return Ok((error_result(&call.name, &call.arguments, "unknown_tool", &message), true));
         };
-        let context = ToolContext {
-            call_id: call.id.clone(),
-            ..self.context.clone()
-        };
-        (self.on_event)(AgentEvent::ToolStarted {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-        });
+        let context = ToolContext { call_id: call.id.clone(), ..self.context.clone() };
+        (self.on_event)(AgentEvent::ToolStarted { call_id: call.id.clone(), name: call.name.clone() });
         let started = Instant::now();
         let outcome = tool.call_json(args, &context).await;
         let ok = match &outcome {
@@ -246,14 +215,10 @@ impl AgentRun<'_> {
                 }
                 Ok((value, true))
             }
-            Err(ToolError::RespondToModel { code, message }) => Ok((
-                error_result(&call.name, &call.arguments, &code, &message),
-                true,
-            )),
-            Err(ToolError::Fatal(message)) => Err(AgentError::FatalTool {
-                tool: call.name.clone(),
-                message,
-            }),
+            Err(ToolError::RespondToModel { code, message }) => {
+                Ok((error_result(&call.name, &call.arguments, &code, &message), true))
+            }
+            Err(ToolError::Fatal(message)) => Err(AgentError::FatalTool { tool: call.name.clone(), message }),
         }
     }
 
@@ -272,11 +237,7 @@ impl AgentRun<'_> {
 }
 
 fn tool_message(call: &ToolCall, result: &Value) -> Message {
-    Message::Tool {
-        call_id: call.id.clone(),
-        name: call.name.clone(),
-        content: result.to_string(),
-    }
+    Message::Tool { call_id: call.id.clone(), name: call.name.clone(), content: result.to_string() }
 }
 
 /// The error result the model sees, with a signature so repeated identical failures can be spotted.
@@ -320,12 +281,7 @@ impl LoopState {
             .unwrap_or(false);
     }
 
-    fn finish(
-        &mut self,
-        answer: String,
-        stop_reason: StopReason,
-        started: Instant,
-    ) -> AgentOutcome {
+    fn finish(&mut self, answer: String, stop_reason: StopReason, started: Instant) -> AgentOutcome {
         AgentOutcome {
             answer,
             stop_reason,

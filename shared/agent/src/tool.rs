@@ -34,10 +34,7 @@ pub enum ToolError {
 impl ToolError {
     /// An error the model should read and act on, with a stable `error_code`.
     pub fn respond(code: impl Into<String>, message: impl Into<String>) -> Self {
-        Self::RespondToModel {
-            code: code.into(),
-            message: message.into(),
-        }
+        Self::RespondToModel { code: code.into(), message: message.into() }
     }
 
     /// Rejected arguments.
@@ -82,12 +79,8 @@ impl<T: Tool> DynTool for Typed<T> {
 
     fn call_json<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
         Box::pin(async move {
-            let args: T::Args = serde_json::from_value(args).map_err(|e| {
-                ToolError::invalid_arguments(format!(
-                    "invalid arguments for `{}`: {e}",
-                    self.0.name()
-                ))
-            })?;
+            let args: T::Args = serde_json::from_value(args)
+                .map_err(|e| ToolError::invalid_arguments(format!("invalid arguments for `{}`: {e}", self.0.name())))?;
             self.0.call(args, ctx).await
         })
     }

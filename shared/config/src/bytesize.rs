@@ -18,9 +18,9 @@ impl ByteSize {
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
             .unwrap_or(trimmed.len());
         let (number, unit) = trimmed.split_at(split);
-        let number: f64 = number.parse().map_err(|_| {
-            format!("`{text}` is not a byte size (examples: 65536, \"64KB\", \"1MiB\")")
-        })?;
+        let number: f64 = number
+            .parse()
+            .map_err(|_| format!("`{text}` is not a byte size (examples: 65536, \"64KB\", \"1MiB\")"))?;
         let multiplier: f64 = match unit.trim().to_ascii_lowercase().as_str() {
             "" | "b" => 1.0,
             "k" | "kb" => 1e3,
@@ -55,9 +55,7 @@ impl<'de> serde::Deserialize<'de> for ByteSize {
         impl Visitor<'_> for ByteSizeVisitor {
             type Value = ByteSize;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str(
-                    "a byte size: a positive integer or a string such as \"64KB\" or \"1MiB\"",
-                )
+                f.write_str("a byte size: a positive integer or a string such as \"64KB\" or \"1MiB\"")
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<ByteSize, E> {
                 u64::try_from(v)

@@ -5,32 +5,19 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read config file {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Read { path: PathBuf, source: std::io::Error },
     #[error("config path {0} exists but is not a file")]
     NotAFile(PathBuf),
     #[error("config file {0} must end in .toml")]
     NotToml(PathBuf),
     #[error("{path}: invalid TOML: {message}")]
     Syntax { path: String, message: String },
-    #[error(
-        "{file}: environment variable {var} is not set (referenced by `{key}`); set it or write `$${{{var}}}` for a literal"
-    )]
-    UnsetVariable {
-        file: String,
-        var: String,
-        key: String,
-    },
+    #[error("{file}: environment variable {var} is not set (referenced by `{key}`); set it or write `$${{{var}}}` for a literal")]
+    UnsetVariable { file: String, var: String, key: String },
     #[error("{file}: unknown section [{section}]")]
     UnknownSection { file: String, section: String },
     #[error("{file}: `{key}`: {message}")]
-    InvalidKey {
-        file: String,
-        key: String,
-        message: String,
-    },
+    InvalidKey { file: String, key: String, message: String },
     #[error("{file}: {message}")]
     Invalid { file: String, message: String },
     #[error("agent file {path}: {message}")]

@@ -32,9 +32,7 @@ pub fn expand_tree(
     for (key, value) in root.iter_mut() {
         expand_value(value, key, lookup, &mut whole)?;
     }
-    Ok(Expansion {
-        whole_references: whole,
-    })
+    Ok(Expansion { whole_references: whole })
 }
 
 fn expand_value(
@@ -47,9 +45,7 @@ fn expand_value(
         Value::String(text) => {
             let expanded = expand_str(text, path, lookup)?;
             if is_single_reference(text) {
-                whole.push(WholeReference {
-                    key: path.to_string(),
-                });
+                whole.push(WholeReference { key: path.to_string() });
             }
             *text = expanded;
         }
@@ -138,30 +134,21 @@ mod tests {
 
     #[test]
     fn expands_escapes_and_leaves_other_dollar_forms() {
-        assert_eq!(
-            expand_str("a ${KEY} b", "k", &env).ok(),
-            Some("a sk-1 b".into())
-        );
+        assert_eq!(expand_str("a ${KEY} b", "k", &env).ok(), Some("a sk-1 b".into()));
         assert_eq!(expand_str("$${KEY}", "k", &env).ok(), Some("${KEY}".into()));
-        assert_eq!(
-            expand_str("$KEY ${KEY:-x}", "k", &env).ok(),
-            Some("$KEY ${KEY:-x}".into())
-        );
+        assert_eq!(expand_str("$KEY ${KEY:-x}", "k", &env).ok(), Some("$KEY ${KEY:-x}".into()));
         assert_eq!(expand_str("${EMPTY}", "k", &env).ok(), Some(String::new()));
         assert_eq!(expand_str("${KEY", "k", &env).ok(), Some("${KEY".into()));
     }
 
     #[test]
     fn unset_variable_names_variable_and_key() {
-        let mut table: toml::Table =
-            toml::from_str("[llm]\nheaders = { a = [\"x\", \"${NOPE}\"] }").unwrap_or_default();
+        let mut table: toml::Table = toml::from_str("[llm]\nheaders = { a = [\"x\", \"${NOPE}\"] }")
+            .unwrap_or_default();
         let err = expand_tree(&mut table, &env).err();
         assert_eq!(
             err,
-            Some(Unset {
-                var: "NOPE".into(),
-                key: "llm.headers.a[1]".into()
-            })
+            Some(Unset { var: "NOPE".into(), key: "llm.headers.a[1]".into() })
         );
     }
 }

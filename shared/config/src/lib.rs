@@ -49,11 +49,7 @@ impl std::ops::DerefMut for Config {
 impl Config {
     /// Defaults only, with relative paths under `base_dir`.
     pub fn defaults(base_dir: impl Into<PathBuf>) -> Self {
-        Self {
-            file: ConfigFile::default(),
-            source: None,
-            base_dir: base_dir.into(),
-        }
+        Self { file: ConfigFile::default(), source: None, base_dir: base_dir.into() }
     }
 
     /// Finds and loads the config: `explicit` (from `--config`), else `MINIBOT_CONFIG`, else `./config.toml`.
@@ -81,11 +77,7 @@ impl Config {
         lookup: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self> {
         let file = load::parse(text, origin, lookup)?;
-        let config = Self {
-            file,
-            source: None,
-            base_dir: base_dir.into(),
-        };
+        let config = Self { file, source: None, base_dir: base_dir.into() };
         validate::check(&config, origin)?;
         Ok(config)
     }
@@ -105,9 +97,6 @@ impl Config {
 
     /// Whether specialists are on: explicit `[orchestration.specialists].enabled`, else `[tasks].enabled`.
     pub fn specialists_enabled(&self) -> bool {
-        self.orchestration
-            .specialists
-            .enabled
-            .unwrap_or(self.tasks.enabled)
+        self.orchestration.specialists.enabled.unwrap_or(self.tasks.enabled)
     }
 }

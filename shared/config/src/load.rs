@@ -11,19 +11,13 @@ pub(crate) fn from_file(path: &Path, lookup: &dyn Fn(&str) -> Option<String>) ->
     if path.extension().and_then(|e| e.to_str()) != Some("toml") {
         return Err(ConfigError::NotToml(path.to_path_buf()));
     }
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
     let origin = path.display().to_string();
     let file = parse(&text, &origin, lookup)?;
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let base_dir = absolute.parent().map(Path::to_path_buf).unwrap_or_default();
-    let config = Config {
-        file,
-        source: Some(absolute),
-        base_dir,
-    };
+    let config = Config { file, source: Some(absolute), base_dir };
     crate::validate::check(&config, &origin)?;
     Ok(config)
 }
@@ -38,17 +32,11 @@ pub(crate) fn parse(
         message: e.to_string().trim_end().to_string(),
     })?;
     if let Some(section) = table.keys().find(|k| !SECTIONS.contains(&k.as_str())) {
-        return Err(ConfigError::UnknownSection {
-            file: origin.into(),
-            section: section.clone(),
-        });
+        return Err(ConfigError::UnknownSection { file: origin.into(), section: section.clone() });
     }
-    let expansion =
-        expand::expand_tree(&mut table, lookup).map_err(|unset| ConfigError::UnsetVariable {
-            file: origin.into(),
-            var: unset.var,
-            key: unset.key,
-        })?;
+    let expansion = expand::expand_tree(&mut table, lookup).map_err(|unset| {
+        ConfigError::UnsetVariable { file: origin.into(), var: unset.var, key: unset.key }
+    })?;
     deserialize_with_coercion(table, &expansion.whole_references, origin)
 }
 
@@ -93,16 +81,8 @@ fn deserialize_with_coercion(
 fn describe(err: serde_path_to_error::Error<toml::de::Error>, origin: &str) -> ConfigError {
     let path = err.path().to_string();
     let message = err.into_inner().to_string().trim_end().to_string();
-    let key = if path.is_empty() || path == "?" {
-        String::from("(top level)")
-    } else {
-        path
-    };
-    ConfigError::InvalidKey {
-        file: origin.into(),
-        key,
-        message,
-    }
+    let key = if path.is_empty() || path == "?" { String::from("(top level)") } else { path };
+    ConfigError::InvalidKey { file: origin.into(), key, message }
 }
 
 fn scalar_from_text(text: &str) -> Option<Value> {
@@ -114,29 +94,19 @@ fn scalar_from_text(text: &str) -> Option<Value> {
     if let Ok(int) = text.parse::<i64>() {
         return Some(Value::Integer(int));
     }
-    text.parse::<f64>()
-        .ok()
-        .filter(|f| f.is_finite())
-        .map(Value::Float)
+    text.parse::<f64>().ok().filter(|f| f.is_finite()).map(Value::Float)
 }
 
 /// Splits `a.b[2].c` into segments.
 fn segments(key: &str) -> Vec<Segment<'_>> {
     let mut out = Vec::new();
     for part in key.split('.') {
-        let (name, indices) = part
-            .split_once('[')
-            .map_or((part, ""), |(n, rest)| (n, rest));
+        let (name, indices) = part.split_once('[').map_or((part, ""), |(n, rest)| (n, rest));
         if !name.is_empty() {
             out.push(Segment::Key(name));
         }
         for index in indices.split('[') {
-            if let Some(number) = index
-                .trim_end_matches(']')
-                .parse::<usize>()
-                .ok()
-                .filter(|_| !index.is_empty())
-            {
+            if let Some(number) = index.trim_end_matches(']').parse::<usize>().ok().filter(|_| !index.is_empty()) {
                 out.push(Segment::Index(number));
             }
         }
@@ -152,9 +122,7 @@ enum Segment<'a> {
 fn lookup_mut<'t>(table: &'t mut toml::Table, key: &str) -> Option<&'t mut Value> {
     let segs = segments(key);
     let (first, rest) = segs.split_first()?;
-    let Segment::Key(name) = first else {
-        return None;
-    };
+    let Segment::Key(name) = first else { return None };
     let mut current = table.get_mut(*name)?;
     for seg in rest {
         current = match (seg, current) {
@@ -169,9 +137,7 @@ fn lookup_mut<'t>(table: &'t mut toml::Table, key: &str) -> Option<&'t mut Value
 fn lookup_ref<'t>(table: &'t toml::Table, key: &str) -> Option<&'t Value> {
     let segs = segments(key);
     let (first, rest) = segs.split_first()?;
-    let Segment::Key(name) = first else {
-        return None;
-    };
+    let Segment::Key(name) = first else { return None };
     let mut current = table.get(*name)?;
     for seg in rest {
         current = match (seg, current) {

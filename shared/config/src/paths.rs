@@ -7,11 +7,7 @@ pub(crate) fn resolve(base: &Path, written: &str) -> PathBuf {
         None => None,
     };
     let path = expanded.unwrap_or_else(|| PathBuf::from(written));
-    if path.is_absolute() {
-        path
-    } else {
-        base.join(path)
-    }
+    if path.is_absolute() { path } else { base.join(path) }
 }
 
 /// The file path inside a SQLite URL as MiniBot writes them: `sqlite+aiosqlite:///./data/x.db` (three slashes,
@@ -23,11 +19,7 @@ pub fn sqlite_path_from_url(url: &str) -> Option<String> {
     };
     if !scheme.starts_with("sqlite") {
         // A Windows-less world: a colon in a plain path is rare, but a scheme we do not know is not SQLite.
-        return if scheme.contains('/') {
-            Some(url.to_string())
-        } else {
-            None
-        };
+        return if scheme.contains('/') { Some(url.to_string()) } else { None };
     }
     let path = if let Some(after) = rest.strip_prefix("///") {
         after
@@ -46,22 +38,10 @@ mod tests {
 
     #[test]
     fn minibot_and_sqlx_urls() {
-        assert_eq!(
-            sqlite_path_from_url("sqlite+aiosqlite:///./data/x.db").as_deref(),
-            Some("./data/x.db")
-        );
-        assert_eq!(
-            sqlite_path_from_url("sqlite:////var/lib/x.db").as_deref(),
-            Some("/var/lib/x.db")
-        );
-        assert_eq!(
-            sqlite_path_from_url("sqlite://data/x.db").as_deref(),
-            Some("data/x.db")
-        );
-        assert_eq!(
-            sqlite_path_from_url("data/x.db").as_deref(),
-            Some("data/x.db")
-        );
+        assert_eq!(sqlite_path_from_url("sqlite+aiosqlite:///./data/x.db").as_deref(), Some("./data/x.db"));
+        assert_eq!(sqlite_path_from_url("sqlite:////var/lib/x.db").as_deref(), Some("/var/lib/x.db"));
+        assert_eq!(sqlite_path_from_url("sqlite://data/x.db").as_deref(), Some("data/x.db"));
+        assert_eq!(sqlite_path_from_url("data/x.db").as_deref(), Some("data/x.db"));
         assert_eq!(sqlite_path_from_url("postgres://localhost/db"), None);
     }
 }

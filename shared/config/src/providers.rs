@@ -53,9 +53,7 @@ impl ApiFormat {
 
     pub fn default_base_url(self) -> &'static str {
         match self {
-            Self::OpenAi | Self::OpenAiResponses | Self::ChatgptCodex => {
-                "https://api.openai.com/v1"
-            }
+            Self::OpenAi | Self::OpenAiResponses | Self::ChatgptCodex => "https://api.openai.com/v1",
             Self::OpenRouter => "https://openrouter.ai/api/v1",
             Self::Claude => "https://api.anthropic.com/v1",
             Self::Google => "https://generativelanguage.googleapis.com/v1beta",
@@ -142,11 +140,7 @@ impl Config {
                 p.base_url.clone(),
                 format!("providers.{}.api_key", llm.provider),
             ),
-            None => (
-                llm.api_key.clone(),
-                llm.base_url.clone(),
-                "llm.api_key".to_string(),
-            ),
+            None => (llm.api_key.clone(), llm.base_url.clone(), "llm.api_key".to_string()),
         };
         if api_key.is_empty()
             && let Ok(value) = std::env::var(api_format.key_variable())
@@ -172,9 +166,7 @@ impl Config {
             headers
                 .entry("HTTP-Referer".into())
                 .or_insert_with(|| "https://github.com/minibot-rs".into());
-            headers
-                .entry("X-OpenRouter-Title".into())
-                .or_insert_with(|| "MiniBot".into());
+            headers.entry("X-OpenRouter-Title".into()).or_insert_with(|| "MiniBot".into());
         }
         LlmEndpoint {
             provider: llm.provider.clone(),

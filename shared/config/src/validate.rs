@@ -5,16 +5,10 @@ use crate::{Config, ConfigError, Result};
 
 /// Tool names MiniBot removed; a list that names one is a leftover that would silently match nothing.
 const REMOVED_TOOL_NAMES: &[(&str, &str)] = &[
-    (
-        "filesystem",
-        "list_files, read_file, write_file, move_file, delete_file, …",
-    ),
+    ("filesystem", "list_files, read_file, write_file, move_file, delete_file, …"),
     ("memory", "memory_* (memory_create, memory_search, …)"),
     ("graph", "graph_* (graph_link, graph_neighbors, …)"),
-    (
-        "schedule",
-        "schedule_prompt, list_scheduled_prompts, cancel_scheduled_prompt, delete_scheduled_prompt",
-    ),
+    ("schedule", "schedule_prompt, list_scheduled_prompts, cancel_scheduled_prompt, delete_scheduled_prompt"),
 ];
 
 const KNOWN_EXTENSION_MODULES: &[&str] = &["minibot.extensions.tools.graph"];
@@ -31,19 +25,13 @@ pub(crate) fn check(config: &Config, origin: &str) -> Result<()> {
             Some(format) if !API_FORMATS.contains(&format) => {
                 return Err(invalid(
                     &format!("providers.{name}.api_format"),
-                    format!(
-                        "unknown API format `{format}`; expected one of {}",
-                        API_FORMATS.join(", ")
-                    ),
+                    format!("unknown API format `{format}`; expected one of {}", API_FORMATS.join(", ")),
                 ));
             }
             None if !API_FORMATS.contains(&name.as_str()) => {
                 return Err(invalid(
                     &format!("providers.{name}"),
-                    format!(
-                        "set `api_format` (one of {}) for this provider",
-                        API_FORMATS.join(", ")
-                    ),
+                    format!("set `api_format` (one of {}) for this provider", API_FORMATS.join(", ")),
                 ));
             }
             _ => {}
@@ -70,25 +58,13 @@ pub(crate) fn check(config: &Config, origin: &str) -> Result<()> {
     let tool_lists = [
         ("orchestration.main_agent.tools_allow", &main.tools_allow),
         ("orchestration.main_agent.tools_deny", &main.tools_deny),
-        (
-            "tools.approval.require_approval",
-            &config.tools.approval.require_approval,
-        ),
-        (
-            "tools.safety_classifier.check_input",
-            &config.tools.safety_classifier.check_input,
-        ),
-        (
-            "tools.safety_classifier.check_output",
-            &config.tools.safety_classifier.check_output,
-        ),
+        ("tools.approval.require_approval", &config.tools.approval.require_approval),
+        ("tools.safety_classifier.check_input", &config.tools.safety_classifier.check_input),
+        ("tools.safety_classifier.check_output", &config.tools.safety_classifier.check_output),
     ];
     for (key, list) in tool_lists {
         for (index, item) in list.iter().enumerate() {
-            if let Some((old, new)) = REMOVED_TOOL_NAMES
-                .iter()
-                .find(|(old, _)| item.trim() == *old)
-            {
+            if let Some((old, new)) = REMOVED_TOOL_NAMES.iter().find(|(old, _)| item.trim() == *old) {
                 return Err(invalid(
                     &format!("{key}[{index}]"),
                     format!("the tool name `{old}` was removed; use {new}"),
@@ -112,10 +88,7 @@ pub(crate) fn check(config: &Config, origin: &str) -> Result<()> {
         ));
     }
     if tasks.history && tasks.backend != TaskBackend::Sqlite {
-        return Err(invalid(
-            "tasks.history",
-            "requires tasks.backend = \"sqlite\"".into(),
-        ));
+        return Err(invalid("tasks.history", "requires tasks.backend = \"sqlite\"".into()));
     }
     if config.orchestration.specialists.enabled == Some(true) && !tasks.enabled {
         return Err(invalid(
@@ -138,9 +111,7 @@ pub(crate) fn check(config: &Config, origin: &str) -> Result<()> {
             other => {
                 return Err(invalid(
                     &format!("tasks.worker_extensions[{index}]"),
-                    format!(
-                        "unknown worker extension `{other}`; expected kv_memory, rag or codemode"
-                    ),
+                    format!("unknown worker extension `{other}`; expected kv_memory, rag or codemode"),
                 ));
             }
         };
@@ -151,18 +122,12 @@ pub(crate) fn check(config: &Config, origin: &str) -> Result<()> {
             ));
         }
         if tasks.worker_extensions[..index].contains(extension) {
-            return Err(invalid(
-                &format!("tasks.worker_extensions[{index}]"),
-                format!("`{extension}` listed twice"),
-            ));
+            return Err(invalid(&format!("tasks.worker_extensions[{index}]"), format!("`{extension}` listed twice")));
         }
     }
 
     if config.tools.grep.enabled && !config.tools.file_storage.enabled {
-        return Err(invalid(
-            "tools.grep.enabled",
-            "requires [tools.file_storage] enabled = true".into(),
-        ));
+        return Err(invalid("tools.grep.enabled", "requires [tools.file_storage] enabled = true".into()));
     }
     if config.tools.audio_transcription.enabled && !config.tools.file_storage.enabled {
         return Err(invalid(
@@ -172,24 +137,15 @@ pub(crate) fn check(config: &Config, origin: &str) -> Result<()> {
     }
     let codemode = &config.tools.codemode;
     if codemode.timeout_seconds > codemode.max_timeout_seconds {
-        return Err(invalid(
-            "tools.codemode.timeout_seconds",
-            "must not exceed max_timeout_seconds".into(),
-        ));
+        return Err(invalid("tools.codemode.timeout_seconds", "must not exceed max_timeout_seconds".into()));
     }
     let rag = &config.tools.rag;
     if rag.chunk_overlap_tokens >= rag.chunk_size_tokens {
-        return Err(invalid(
-            "tools.rag.chunk_overlap_tokens",
-            "must be smaller than chunk_size_tokens".into(),
-        ));
+        return Err(invalid("tools.rag.chunk_overlap_tokens", "must be smaller than chunk_size_tokens".into()));
     }
     for (index, server) in config.tools.mcp.servers.iter().enumerate() {
         if server.name.trim().is_empty() {
-            return Err(invalid(
-                &format!("tools.mcp.servers[{index}].name"),
-                "every MCP server needs a name".into(),
-            ));
+            return Err(invalid(&format!("tools.mcp.servers[{index}].name"), "every MCP server needs a name".into()));
         }
     }
 
@@ -200,27 +156,17 @@ pub(crate) fn check(config: &Config, origin: &str) -> Result<()> {
     if http.enabled && !loopback && !has_auth {
         return Err(invalid(
             "http.host",
-            format!(
-                "`{}` is reachable from other machines; set http.auth_token or basic auth",
-                http.host
-            ),
+            format!("`{}` is reachable from other machines; set http.auth_token or basic auth", http.host),
         ));
     }
-    if config.memory.sqlite_url.is_empty()
-        || crate::sqlite_path_from_url(&config.memory.sqlite_url).is_none()
-    {
-        return Err(invalid(
-            "memory.sqlite_url",
-            "must be a SQLite URL such as sqlite:///./data/minibot.db".into(),
-        ));
+    if config.memory.sqlite_url.is_empty() || crate::sqlite_path_from_url(&config.memory.sqlite_url).is_none() {
+        return Err(invalid("memory.sqlite_url", "must be a SQLite URL such as sqlite:///./data/minibot.db".into()));
     }
     for (index, module) in config.extensions.modules.iter().enumerate() {
         if !KNOWN_EXTENSION_MODULES.contains(&module.as_str()) {
             return Err(invalid(
                 &format!("extensions.modules[{index}]"),
-                format!(
-                    "`{module}` is a Python extension module; minibot-rs cannot load Python code"
-                ),
+                format!("`{module}` is a Python extension module; minibot-rs cannot load Python code"),
             ));
         }
     }

@@ -40,29 +40,20 @@ fn unknown_key_is_named_with_its_section() {
 fn unknown_nested_key_names_the_nested_section() {
     let err = load("[tools.bash]\nenabled = true\ntimeout = 3\n").expect_err("unknown key");
     let text = err.to_string();
-    assert!(
-        text.contains("tools.bash") && text.contains("timeout"),
-        "{text}"
-    );
+    assert!(text.contains("tools.bash") && text.contains("timeout"), "{text}");
 }
 
 #[test]
 fn unknown_section_is_named() {
     let err = load("[lmm]\nmodel = \"x\"\n").expect_err("unknown section");
-    assert!(
-        matches!(err, ConfigError::UnknownSection { ref section, .. } if section == "lmm"),
-        "{err}"
-    );
+    assert!(matches!(err, ConfigError::UnknownSection { ref section, .. } if section == "lmm"), "{err}");
 }
 
 #[test]
 fn unset_variable_names_variable_and_key() {
     let err = load("[llm]\napi_key = \"${MISSING_KEY}\"\n").expect_err("unset");
     let text = err.to_string();
-    assert!(
-        text.contains("MISSING_KEY") && text.contains("llm.api_key"),
-        "{text}"
-    );
+    assert!(text.contains("MISSING_KEY") && text.contains("llm.api_key"), "{text}");
 }
 
 #[test]
@@ -97,10 +88,7 @@ fn provider_section_replaces_llm_credentials() {
     let endpoint = config.main_llm();
     assert_eq!(endpoint.base_url, "http://127.0.0.1:11434/v1");
     assert_eq!(endpoint.api_key, "");
-    assert!(
-        endpoint.require_key("config.toml").is_ok(),
-        "loopback needs no key"
-    );
+    assert!(endpoint.require_key("config.toml").is_ok(), "loopback needs no key");
 }
 
 #[test]
@@ -112,11 +100,7 @@ fn provider_without_api_format_is_rejected() {
 #[test]
 fn lease_must_outlive_worker_timeout() {
     let err = load("[tasks]\nworker_timeout_seconds = 3000\n").expect_err("lease");
-    assert!(
-        err.to_string()
-            .contains("tasks.sqlite.lease_timeout_seconds"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("tasks.sqlite.lease_timeout_seconds"), "{err}");
 }
 
 #[test]
@@ -130,30 +114,20 @@ fn byte_sizes_accept_units() {
     let config = load("[tools.file_storage]\nmax_write_bytes = \"1MiB\"\n").expect("loads");
     assert_eq!(config.tools.file_storage.max_write_bytes.bytes(), 1_048_576);
     let err = load("[tools.file_storage]\nmax_write_bytes = 0\n").expect_err("zero");
-    assert!(
-        err.to_string()
-            .contains("tools.file_storage.max_write_bytes"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("tools.file_storage.max_write_bytes"), "{err}");
 }
 
 #[test]
 fn relative_paths_resolve_against_the_config_folder() {
     let config = load("").expect("loads");
-    assert_eq!(
-        config.resolve_path("./data/files"),
-        std::path::Path::new("/srv/minibot/./data/files")
-    );
+    assert_eq!(config.resolve_path("./data/files"), std::path::Path::new("/srv/minibot/./data/files"));
     assert_eq!(config.resolve_path("/abs"), std::path::Path::new("/abs"));
 }
 
 #[test]
 fn example_config_loads() {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../config/config.example.toml"
-    ))
-    .expect("example config is shipped");
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../config/config.example.toml"))
+        .expect("example config is shipped");
     let config = Config::from_toml(&text, "config.example.toml", "/srv", &|_| Some("x".into()));
     assert!(config.is_ok(), "{:?}", config.err());
 }

@@ -8,10 +8,7 @@ pub enum LlmError {
     #[error("the provider did not answer within {0:?}")]
     Timeout(Duration),
     #[error("rate limited by the provider (HTTP 429){}", retry_hint(*.retry_after))]
-    RateLimited {
-        retry_after: Option<Duration>,
-        body: String,
-    },
+    RateLimited { retry_after: Option<Duration>, body: String },
     #[error("the provider failed (HTTP {status}): {body}")]
     Server { status: u16, body: String },
     #[error("the provider rejected the API key (HTTP {status}): {body}")]
@@ -31,19 +28,14 @@ pub enum LlmError {
 }
 
 fn retry_hint(after: Option<Duration>) -> String {
-    after
-        .map(|d| format!("; retry after {}s", d.as_secs()))
-        .unwrap_or_default()
+    after.map(|d| format!("; retry after {}s", d.as_secs())).unwrap_or_default()
 }
 
 impl LlmError {
     /// Whether trying the same request again can help. Every variant is listed so a new one needs a decision.
     pub fn is_retryable(&self) -> bool {
         match self {
-            Self::Connect { .. }
-            | Self::Timeout(_)
-            | Self::RateLimited { .. }
-            | Self::Server { .. } => true,
+            Self::Connect { .. } | Self::Timeout(_) | Self::RateLimited { .. } | Self::Server { .. } => true,
             Self::EmptyResponse | Self::InvalidResponse(_) => true,
             Self::Unauthorized { .. }
             | Self::Quota { .. }

@@ -28,10 +28,7 @@ pub trait ChatProvider: Send + Sync {
 pub fn provider_for(endpoint: &LlmEndpoint) -> Result<Arc<dyn ChatProvider>> {
     match endpoint.api_format {
         ApiFormat::OpenAi | ApiFormat::OpenRouter => Ok(Arc::new(OpenAiChat::new(endpoint)?)),
-        ApiFormat::OpenAiResponses
-        | ApiFormat::Claude
-        | ApiFormat::Google
-        | ApiFormat::ChatgptCodex => {
+        ApiFormat::OpenAiResponses | ApiFormat::Claude | ApiFormat::Google | ApiFormat::ChatgptCodex => {
             Err(LlmError::Unsupported(endpoint.api_format.as_str().into()))
         }
     }

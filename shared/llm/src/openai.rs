@@ -25,18 +25,10 @@ impl OpenAiChat {
         crate::install_crypto_provider();
         let mut headers = reqwest::header::HeaderMap::new();
         for (name, value) in &endpoint.headers {
-            let name = reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|e| {
-                LlmError::BadRequest {
-                    status: 0,
-                    body: format!("header `{name}`: {e}"),
-                }
-            })?;
-            let value = reqwest::header::HeaderValue::from_str(value).map_err(|e| {
-                LlmError::BadRequest {
-                    status: 0,
-                    body: format!("header `{name}`: {e}"),
-                }
-            })?;
+            let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|e| LlmError::BadRequest { status: 0, body: format!("header `{name}`: {e}") })?;
+            let value = reqwest::header::HeaderValue::from_str(value)
+                .map_err(|e| LlmError::BadRequest { status: 0, body: format!("header `{name}`: {e}") })?;
             headers.insert(name, value);
         }
         let client = reqwest::Client::builder()
@@ -45,18 +37,12 @@ impl OpenAiChat {
             .timeout(endpoint.request_timeout)
             .user_agent(concat!("minibot/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| LlmError::Connect {
-                url: endpoint.base_url.clone(),
-                detail: e.to_string(),
-            })?;
+            .map_err(|e| LlmError::Connect { url: endpoint.base_url.clone(), detail: e.to_string() })?;
         Ok(Self {
             client,
             url: format!("{}/chat/completions", endpoint.base_url),
             api_key: endpoint.api_key.clone(),
-            retry: RetryPolicy {
-                attempts: endpoint.retry_attempts + 1,
-                base: endpoint.retry_delay,
-            },
+            retry: RetryPolicy { attempts: endpoint.retry_attempts + 1, base: endpoint.retry_delay },
             timeout: endpoint.request_timeout,
         })
     }
@@ -85,10 +71,7 @@ impl OpenAiChat {
         if error.is_timeout() {
             LlmError::Timeout(self.timeout)
         } else {
-            LlmError::Connect {
-                url: self.url.clone(),
-                detail: error_chain(&error),
-            }
+            LlmError::Connect { url: self.url.clone(), detail: error_chain(&error) }
         }
     }
 }
@@ -142,9 +125,7 @@ fn classify_status(status: u16, retry_after: Option<Duration>, body: &str) -> Ll
         402 => LlmError::Quota { status, body },
         401 | 403 => LlmError::Unauthorized { status, body },
         408 => LlmError::Timeout(Duration::ZERO),
-        400 | 413
-            if lower.contains("context_length") || lower.contains("maximum context length") =>
-        {
+        400 | 413 if lower.contains("context_length") || lower.contains("maximum context length") => {
             LlmError::ContextLength(body)
         }
         500..=599 => LlmError::Server { status, body },
@@ -182,10 +163,7 @@ fn message_json(message: &Message) -> Value {
     match message {
         Message::System(text) => json!({ "role": "system", "content": text }),
         Message::User(text) => json!({ "role": "user", "content": text }),
-        Message::Assistant {
-            content,
-            tool_calls,
-        } => {
+        Message::Assistant { content, tool_calls } => {
             let mut value = json!({ "role": "assistant", "content": content });
             if !tool_calls.is_empty() {
                 value["tool_calls"] = tool_calls
@@ -198,11 +176,7 @@ fn message_json(message: &Message) -> Value {
             }
             value
         }
-        Message::Tool {
-            call_id,
-            name,
-            content,
-        } => {
+        Message::Tool { call_id, name, content } => {
             json!({ "role": "tool", "tool_call_id": call_id, "name": name, "content": content })
         }
     }
@@ -212,10 +186,7 @@ pub(crate) fn parse_response(text: &str) -> Result<ChatResponse> {
     let value: Value = serde_json::from_str(text)
         .map_err(|e| LlmError::InvalidResponse(format!("{e}; body starts with {:?}", cut(text))))?;
     if let Some(error) = value.get("error").filter(|e| !e.is_null()) {
-        return Err(LlmError::Server {
-            status: 200,
-            body: cut(&error.to_string()),
-        });
+        return Err(LlmError::Server { status: 200, body: cut(&error.to_string()) });
     }
     let choice = value
         .get("choices")
@@ -225,10 +196,7 @@ pub(crate) fn parse_response(text: &str) -> Result<ChatResponse> {
     let message = choice
         .get("message")
         .ok_or_else(|| LlmError::InvalidResponse("choice without a message".into()))?;
-    let content = message
-        .get("content")
-        .and_then(Value::as_str)
-        .map(str::to_string);
+    let content = message.get("content").and_then(Value::as_str).map(str::to_string);
     let reasoning = ["reasoning_content", "reasoning"]
         .iter()
         .find_map(|key| message.get(*key).and_then(Value::as_str))
@@ -237,11 +205,7 @@ pub(crate) fn parse_response(text: &str) -> Result<ChatResponse> {
     if let Some(calls) = message.get("tool_calls").and_then(Value::as_array) {
         for (index, call) in calls.iter().enumerate() {
             let function = call.get("function").unwrap_or(&Value::Null);
-            let name = function
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
+            let name = function.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
             // Most servers send the arguments as a JSON string; a few send the object itself.
             let arguments = match function.get("arguments") {
                 Some(Value::String(text)) => text.clone(),
@@ -253,11 +217,7 @@ pub(crate) fn parse_response(text: &str) -> Result<ChatResponse> {
                 .and_then(Value::as_str)
                 .filter(|id| !id.is_empty())
                 .map_or_else(|| format!("call_{index}"), str::to_string);
-            tool_calls.push(ToolCall {
-                id,
-                name,
-                arguments,
-            });
+            tool_calls.push(ToolCall { id, name, arguments });
         }
     }
     let usage = value.get("usage").map(|u| {
@@ -266,10 +226,7 @@ pub(crate) fn parse_response(text: &str) -> Result<ChatResponse> {
         Usage {
             prompt_tokens: prompt,
             completion_tokens: completion,
-            total_tokens: u
-                .get("total_tokens")
-                .and_then(Value::as_u64)
-                .unwrap_or(prompt + completion),
+            total_tokens: u.get("total_tokens").and_then(Value::as_u64).unwrap_or(prompt + completion),
         }
     });
     Ok(ChatResponse {
@@ -277,10 +234,7 @@ pub(crate) fn parse_response(text: &str) -> Result<ChatResponse> {
         reasoning,
         tool_calls,
         usage: usage.unwrap_or_default(),
-        finish_reason: choice
-            .get("finish_reason")
-            .and_then(Value::as_str)
-            .map(str::to_string),
+        finish_reason: choice.get("finish_reason").and_then(Value::as_str).map(str::to_string),
     })
 }
 
@@ -302,24 +256,15 @@ mod tests {
 
     #[test]
     fn garbage_is_an_invalid_response() {
-        assert!(matches!(
-            parse_response("<html>oops"),
-            Err(LlmError::InvalidResponse(_))
-        ));
-        assert!(matches!(
-            parse_response("{\"choices\":[]}"),
-            Err(LlmError::EmptyResponse)
-        ));
+        assert!(matches!(parse_response("<html>oops"), Err(LlmError::InvalidResponse(_))));
+        assert!(matches!(parse_response("{\"choices\":[]}"), Err(LlmError::EmptyResponse)));
     }
 
     #[test]
     fn statuses_are_classified() {
         assert!(classify_status(503, None, "").is_retryable());
         assert!(!classify_status(401, None, "").is_retryable());
-        assert!(matches!(
-            classify_status(429, None, "insufficient_quota"),
-            LlmError::Quota { .. }
-        ));
+        assert!(matches!(classify_status(429, None, "insufficient_quota"), LlmError::Quota { .. }));
         assert!(matches!(
             classify_status(400, None, "This model's maximum context length is 8192"),
             LlmError::ContextLength(_)

@@ -22,23 +22,13 @@ pub struct ToolCall {
 pub enum Message {
     System(String),
     User(String),
-    Assistant {
-        content: Option<String>,
-        tool_calls: Vec<ToolCall>,
-    },
-    Tool {
-        call_id: String,
-        name: String,
-        content: String,
-    },
+    Assistant { content: Option<String>, tool_calls: Vec<ToolCall> },
+    Tool { call_id: String, name: String, content: String },
 }
 
 impl Message {
     pub fn assistant_text(text: impl Into<String>) -> Self {
-        Self::Assistant {
-            content: Some(text.into()),
-            tool_calls: Vec::new(),
-        }
+        Self::Assistant { content: Some(text.into()), tool_calls: Vec::new() }
     }
 }
 

@@ -10,26 +10,18 @@ mod transcripts;
 pub use pending::PendingTurn;
 pub use transcripts::{Role, StoredMessage};
 
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("cannot create the folder for {path}: {source}")]
-    CreateDir {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    CreateDir { path: PathBuf, source: std::io::Error },
     #[error("cannot open database {path}: {source}")]
     Open { path: PathBuf, source: sqlx::Error },
     #[error("cannot migrate database {path}: {source}")]
-    Migrate {
-        path: PathBuf,
-        source: sqlx::migrate::MigrateError,
-    },
+    Migrate { path: PathBuf, source: sqlx::migrate::MigrateError },
     #[error("database error: {0}")]
     Query(#[from] sqlx::Error),
 }
@@ -47,10 +39,8 @@ impl Store {
     /// Opens (creating when missing) the database at `path` and applies migrations.
     pub async fn open(path: &Path, max_history_messages: Option<u32>) -> Result<Self> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|source| StoreError::CreateDir {
-                path: path.to_path_buf(),
-                source,
-            })?;
+            std::fs::create_dir_all(parent)
+                .map_err(|source| StoreError::CreateDir { path: path.to_path_buf(), source })?;
         }
         let options = SqliteConnectOptions::new()
             .filename(path)
@@ -62,21 +52,12 @@ impl Store {
             .max_connections(4)
             .connect_with(options)
             .await
-            .map_err(|source| StoreError::Open {
-                path: path.to_path_buf(),
-                source,
-            })?;
+            .map_err(|source| StoreError::Open { path: path.to_path_buf(), source })?;
         sqlx::migrate!("./migrations")
             .run(&pool)
             .await
-            .map_err(|source| StoreError::Migrate {
-                path: path.to_path_buf(),
-                source,
-            })?;
-        Ok(Self {
-            pool,
-            max_history_messages,
-        })
+            .map_err(|source| StoreError::Migrate { path: path.to_path_buf(), source })?;
+        Ok(Self { pool, max_history_messages })
     }
 
     pub fn max_history_messages(&self) -> Option<u32> {

@@ -13,12 +13,7 @@ pub struct PendingTurn {
 }
 
 impl Store {
-    pub async fn mark_pending(
-        &self,
-        event_id: &str,
-        session_id: &str,
-        message_json: &str,
-    ) -> Result<()> {
+    pub async fn mark_pending(&self, event_id: &str, session_id: &str, message_json: &str) -> Result<()> {
         sqlx::query(
             "INSERT OR REPLACE INTO pending_turns (event_id, session_id, message_json, task_handoff_completed, created_at)
              VALUES (?1, ?2, ?3, 0, ?4)",
@@ -33,10 +28,7 @@ impl Store {
     }
 
     pub async fn clear_pending(&self, event_id: &str) -> Result<()> {
-        sqlx::query("DELETE FROM pending_turns WHERE event_id = ?1")
-            .bind(event_id)
-            .execute(&self.pool)
-            .await?;
+        sqlx::query("DELETE FROM pending_turns WHERE event_id = ?1").bind(event_id).execute(&self.pool).await?;
         Ok(())
     }
 

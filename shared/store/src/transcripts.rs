@@ -42,11 +42,7 @@ impl Store {
             .iter()
             .map(|row| StoredMessage {
                 id: row.get("id"),
-                role: if row.get::<String, _>("role") == "assistant" {
-                    Role::Assistant
-                } else {
-                    Role::User
-                },
+                role: if row.get::<String, _>("role") == "assistant" { Role::Assistant } else { Role::User },
                 content: row.get("content"),
                 created_at: row.get("created_at"),
             })

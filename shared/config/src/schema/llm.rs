@@ -114,14 +114,8 @@ section! {
 }
 
 /// The API formats MiniBot knows; a `[providers.X]` section named after one needs no `api_format`.
-pub const API_FORMATS: &[&str] = &[
-    "openai",
-    "openai_responses",
-    "openrouter",
-    "claude",
-    "google",
-    "chatgpt_codex",
-];
+pub const API_FORMATS: &[&str] =
+    &["openai", "openai_responses", "openrouter", "claude", "google", "chatgpt_codex"];
 
 pub(crate) fn default_env_allowlist() -> Vec<String> {
     strings(&["PATH", "LANG", "LC_ALL", "PYTHONUTF8"])

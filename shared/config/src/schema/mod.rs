@@ -36,20 +36,6 @@ section! {
 
 /// Top-level section names, for the "unknown section" error.
 pub const SECTIONS: &[&str] = &[
-    "runtime",
-    "channels",
-    "llm",
-    "providers",
-    "codex",
-    "orchestration",
-    "decision",
-    "memory",
-    "tools",
-    "scheduler",
-    "logging",
-    "tasks",
-    "rabbitmq",
-    "vault",
-    "http",
-    "extensions",
+    "runtime", "channels", "llm", "providers", "codex", "orchestration", "decision", "memory", "tools",
+    "scheduler", "logging", "tasks", "rabbitmq", "vault", "http", "extensions",
 ];

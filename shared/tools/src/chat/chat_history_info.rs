@@ -33,11 +33,7 @@ impl Tool for ChatHistoryInfo {
     }
 
     async fn call(&self, _args: Args, ctx: &ToolContext) -> ToolResult {
-        let total = self
-            .store
-            .count(&ctx.session_id)
-            .await
-            .map_err(super::store_error)?;
+        let total = self.store.count(&ctx.session_id).await.map_err(super::store_error)?;
         Ok(json!({
             "session_id": ctx.session_id,
             "total_messages": total,

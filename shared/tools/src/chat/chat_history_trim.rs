@@ -44,16 +44,8 @@ impl Tool for ChatHistoryTrim {
     async fn call(&self, args: Args, ctx: &ToolContext) -> ToolResult {
         let keep = u64::try_from(args.keep_latest)
             .map_err(|_| ToolError::invalid_arguments("keep_latest must be 0 or more"))?;
-        let removed = self
-            .store
-            .trim(&ctx.session_id, keep)
-            .await
-            .map_err(super::store_error)?;
-        let remaining = self
-            .store
-            .count(&ctx.session_id)
-            .await
-            .map_err(super::store_error)?;
+        let removed = self.store.trim(&ctx.session_id, keep).await.map_err(super::store_error)?;
+        let remaining = self.store.count(&ctx.session_id).await.map_err(super::store_error)?;
         Ok(json!({
             "session_id": ctx.session_id,
             "keep_latest": keep,

@@ -17,8 +17,5 @@ pub fn register(registry: &mut ToolRegistry, services: &ToolServices) {
 }
 
 fn store_error(error: minibot_store::StoreError) -> minibot_agent::ToolError {
-    minibot_agent::ToolError::respond(
-        "chat_history:store_failed",
-        format!("the history store failed: {error}"),
-    )
+    minibot_agent::ToolError::respond("chat_history:store_failed", format!("the history store failed: {error}"))
 }

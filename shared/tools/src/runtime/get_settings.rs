@@ -28,67 +28,42 @@ impl GetSettings {
         let mut tools = Map::new();
         let t = &c.tools;
         if t.time.enabled {
-            tools.insert(
-                "current_datetime".into(),
-                json!({ "default_format": t.time.default_format }),
-            );
+            tools.insert("current_datetime".into(), json!({ "default_format": t.time.default_format }));
         }
         if t.calculator.enabled {
-            tools.insert(
-                "calculate_expression".into(),
-                json!({
+            tools.insert("calculate_expression".into(), json!({
                 "default_scale": t.calculator.default_scale,
-                "max_expression_length": t.calculator.max_expression_length }),
-            );
+                "max_expression_length": t.calculator.max_expression_length }));
         }
         if t.wait.enabled {
-            tools.insert(
-                "wait".into(),
-                json!({ "max_milliseconds": t.wait.max_milliseconds }),
-            );
+            tools.insert("wait".into(), json!({ "max_milliseconds": t.wait.max_milliseconds }));
         }
         if t.python_exec.enabled {
-            tools.insert(
-                "python_execute".into(),
-                json!({
+            tools.insert("python_execute".into(), json!({
                 "sandbox_mode": t.python_exec.sandbox_mode.as_str(),
                 "default_timeout_seconds": t.python_exec.default_timeout_seconds,
-                "max_timeout_seconds": t.python_exec.max_timeout_seconds }),
-            );
+                "max_timeout_seconds": t.python_exec.max_timeout_seconds }));
         }
         if t.bash.enabled {
-            tools.insert(
-                "bash".into(),
-                json!({
+            tools.insert("bash".into(), json!({
                 "default_timeout_seconds": t.bash.default_timeout_seconds,
                 "max_timeout_seconds": t.bash.max_timeout_seconds,
-                "sandbox_mode": t.bash.sandbox_mode.as_str(),
-                "env_allowlist": t.bash.env_allowlist }),
-            );
+                "env_allowlist": t.bash.env_allowlist }));
         }
         if t.file_storage.enabled {
-            tools.insert(
-                "file_storage".into(),
-                json!({
+            tools.insert("file_storage".into(), json!({
                 "root_dir": c.resolve_path(&t.file_storage.root_dir),
                 "mode": if t.file_storage.allow_outside_root { "yolo" } else { "confined" },
-                "max_write_bytes": t.file_storage.max_write_bytes.bytes() }),
-            );
+                "max_write_bytes": t.file_storage.max_write_bytes.bytes() }));
         }
         if t.grep.enabled {
             tools.insert("grep".into(), json!({ "max_matches": t.grep.max_matches }));
         }
         if t.http_client.enabled {
-            tools.insert(
-                "http_request".into(),
-                json!({ "timeout_seconds": t.http_client.timeout_seconds }),
-            );
+            tools.insert("http_request".into(), json!({ "timeout_seconds": t.http_client.timeout_seconds }));
         }
         if t.apply_patch.enabled {
-            tools.insert(
-                "apply_patch".into(),
-                json!({ "workspace_root": c.resolve_path(&t.apply_patch.workspace_root) }),
-            );
+            tools.insert("apply_patch".into(), json!({ "workspace_root": c.resolve_path(&t.apply_patch.workspace_root) }));
         }
         if t.mcp.enabled {
             let names: Vec<&str> = t.mcp.servers.iter().map(|s| s.name.as_str()).collect();
@@ -116,8 +91,7 @@ impl GetSettings {
             report["tasks"] = json!({ "backend": c.tasks.backend.as_str() });
         }
         if c.scheduler.prompts.enabled {
-            report["scheduler"] =
-                json!({ "poll_interval_seconds": c.scheduler.prompts.poll_interval_seconds });
+            report["scheduler"] = json!({ "poll_interval_seconds": c.scheduler.prompts.poll_interval_seconds });
         }
         if c.vault.enabled {
             report["vault"] = json!({ "enabled": true });
@@ -167,11 +141,7 @@ mod tests {
         )
         .expect("config");
         let tool = GetSettings::new(Arc::new(config));
-        let text = tool
-            .call(Args {}, &ToolContext::default())
-            .await
-            .expect("report")
-            .to_string();
+        let text = tool.call(Args {}, &ToolContext::default()).await.expect("report").to_string();
         for secret in ["sk-secret-123", "pw@proxy", "tg-secret", "web-secret"] {
             assert!(!text.contains(secret), "leaked {secret}: {text}");
         }

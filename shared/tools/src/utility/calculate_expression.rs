@@ -71,24 +71,15 @@ impl Tool for CalculateExpression {
             }
         };
         let result = if args.expression.chars().count() > self.max_length {
-            Err(format!(
-                "expression is longer than {} characters",
-                self.max_length
-            ))
+            Err(format!("expression is longer than {} characters", self.max_length))
         } else {
             evaluate(&args.expression, self.max_exponent).map(|value| {
-                value
-                    .round_dp_with_strategy(scale.min(28), RoundingStrategy::MidpointNearestEven)
-                    .normalize()
+                value.round_dp_with_strategy(scale.min(28), RoundingStrategy::MidpointNearestEven).normalize()
             })
         };
         Ok(match result {
-            Ok(value) => {
-                json!({ "ok": true, "expression": args.expression, "result": value.to_string(), "scale": scale })
-            }
-            Err(error) => {
-                json!({ "ok": false, "expression": args.expression, "error": error, "scale": scale })
-            }
+            Ok(value) => json!({ "ok": true, "expression": args.expression, "result": value.to_string(), "scale": scale }),
+            Err(error) => json!({ "ok": false, "expression": args.expression, "error": error, "scale": scale }),
         })
     }
 }
@@ -123,9 +114,8 @@ fn tokenize(text: &str) -> Result<Vec<Token>, String> {
                 if literal.matches('.').count() > 1 || literal == "." {
                     return Err(format!("`{literal}` is not a number"));
                 }
-                let number = Decimal::from_str(&literal).map_err(|_| {
-                    format!("`{literal}` has more digits than 28-digit decimals can hold")
-                })?;
+                let number = Decimal::from_str(&literal)
+                    .map_err(|_| format!("`{literal}` has more digits than 28-digit decimals can hold"))?;
                 tokens.push(Token::Number(number));
             }
             '*' if chars.get(i + 1) == Some(&'*') => {
@@ -144,11 +134,7 @@ fn tokenize(text: &str) -> Result<Vec<Token>, String> {
                 });
                 i += 1;
             }
-            other => {
-                return Err(format!(
-                    "character `{other}` is not allowed; use digits, . + - * / % ** ( )"
-                ));
-            }
+            other => return Err(format!("character `{other}` is not allowed; use digits, . + - * / % ** ( )")),
         }
     }
     if tokens.is_empty() {
@@ -160,12 +146,7 @@ fn tokenize(text: &str) -> Result<Vec<Token>, String> {
 /// Evaluates an expression; `max_exponent` bounds `|e|` in `x ** e`.
 pub fn evaluate(text: &str, max_exponent: u32) -> Result<Decimal, String> {
     let tokens = tokenize(text)?;
-    let mut parser = Parser {
-        tokens: &tokens,
-        pos: 0,
-        max_exponent,
-        depth: 0,
-    };
+    let mut parser = Parser { tokens: &tokens, pos: 0, max_exponent, depth: 0 };
     let value = parser.expression()?;
     match parser.tokens.get(parser.pos) {
         None => Ok(value),
@@ -202,12 +183,8 @@ impl Parser<'_> {
                 }
                 _ => break,
             };
-            value = if op == Token::Plus {
-                value.checked_add(next)
-            } else {
-                value.checked_sub(next)
-            }
-            .ok_or(OVERFLOW)?;
+            value = if op == Token::Plus { value.checked_add(next) } else { value.checked_sub(next) }
+                .ok_or(OVERFLOW)?;
         }
         Ok(value)
     }
@@ -262,16 +239,12 @@ impl Parser<'_> {
         }
         let exponent = exponent.to_i64().ok_or("the exponent is too large")?;
         if exponent.unsigned_abs() > u64::from(self.max_exponent) {
-            return Err(format!(
-                "the exponent must be between -{0} and {0}",
-                self.max_exponent
-            ));
+            return Err(format!("the exponent must be between -{0} and {0}", self.max_exponent));
         }
         if base.is_zero() && exponent < 0 {
             return Err("division by zero".into());
         }
-        base.checked_powi(exponent)
-            .ok_or_else(|| OVERFLOW.to_string())
+        base.checked_powi(exponent).ok_or_else(|| OVERFLOW.to_string())
     }
 
     fn atom(&mut self) -> Result<Decimal, String> {
@@ -294,10 +267,7 @@ impl Parser<'_> {
         }
     }
 
-    fn nested(
-        &mut self,
-        f: impl FnOnce(&mut Self) -> Result<Decimal, String>,
-    ) -> Result<Decimal, String> {
+    fn nested(&mut self, f: impl FnOnce(&mut Self) -> Result<Decimal, String>) -> Result<Decimal, String> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
             return Err("the expression is nested too deeply".into());
@@ -321,11 +291,7 @@ mod tests {
         assert_eq!(eval("12345*6789"), Ok("83810205".into()));
         assert_eq!(eval("0.1 + 0.2"), Ok("0.3".into()));
         assert_eq!(eval("2 ** 10"), Ok("1024".into()));
-        assert_eq!(
-            eval("-2 ** 2"),
-            Ok("-4".into()),
-            "as in Python, ** binds tighter than unary minus"
-        );
+        assert_eq!(eval("-2 ** 2"), Ok("-4".into()), "as in Python, ** binds tighter than unary minus");
         assert_eq!(eval("2 ** -1"), Ok("0.5".into()));
         assert_eq!(eval("2 ** 3 ** 2"), Ok("512".into()), "right-associative");
         assert_eq!(eval("(1 + 2) * -(3 - 5)"), Ok("6".into()));

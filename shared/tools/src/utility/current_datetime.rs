@@ -12,9 +12,7 @@ pub struct CurrentDatetime {
 
 impl CurrentDatetime {
     pub fn new(config: &TimeSection) -> Self {
-        Self {
-            default_format: config.default_format.clone(),
-        }
+        Self { default_format: config.default_format.clone() }
     }
 }
 
@@ -48,25 +46,16 @@ impl Tool for CurrentDatetime {
     }
 
     async fn call(&self, args: Args, _ctx: &ToolContext) -> ToolResult {
-        let format = args
-            .format
-            .filter(|f| !f.trim().is_empty())
-            .unwrap_or_else(|| self.default_format.clone());
+        let format = args.format.filter(|f| !f.trim().is_empty()).unwrap_or_else(|| self.default_format.clone());
         if format.chars().count() > MAX_FORMAT_CHARS {
-            return Err(ToolError::invalid_arguments(format!(
-                "format is longer than {MAX_FORMAT_CHARS} characters"
-            )));
+            return Err(ToolError::invalid_arguments(format!("format is longer than {MAX_FORMAT_CHARS} characters")));
         }
         // chrono panics when it formats an invalid pattern, so the pattern is checked first.
         let items: Vec<Item<'_>> = StrftimeItems::new(&format).collect();
         if items.iter().any(|item| matches!(item, Item::Error)) {
-            return Err(ToolError::invalid_arguments(format!(
-                "`{format}` is not a valid strftime format"
-            )));
+            return Err(ToolError::invalid_arguments(format!("`{format}` is not a valid strftime format")));
         }
-        let timestamp = chrono::Utc::now()
-            .format_with_items(items.into_iter())
-            .to_string();
+        let timestamp = chrono::Utc::now().format_with_items(items.into_iter()).to_string();
         Ok(json!({ "timestamp": timestamp }))
     }
 }

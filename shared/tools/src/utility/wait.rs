@@ -10,9 +10,7 @@ pub struct Wait {
 
 impl Wait {
     pub fn new(config: &WaitSection) -> Self {
-        Self {
-            max_milliseconds: config.max_milliseconds,
-        }
+        Self { max_milliseconds: config.max_milliseconds }
     }
 }
 
@@ -30,10 +28,7 @@ impl Tool for Wait {
     }
 
     fn description(&self) -> String {
-        format!(
-            "Pause for a number of milliseconds (at most {}).",
-            self.max_milliseconds
-        )
+        format!("Pause for a number of milliseconds (at most {}).", self.max_milliseconds)
     }
 
     fn parameters(&self) -> Value {
