@@ -37,7 +37,8 @@ impl Runtime {
             .context("memory.sqlite_url is not a SQLite URL")?;
         let store = Store::open(&memory_path, config.memory.max_history_messages).await?;
 
-        let services = ToolServices { config: config.clone(), store: Some(store.clone()) };
+        let services = ToolServices::new(config.clone(), Some(store.clone()))
+            .with_context(|| format!("tools.file_storage.root_dir = {}", config.tools.file_storage.root_dir))?;
         let main = &config.orchestration.main_agent;
         let policy = ToolPolicy::from_lists(&main.tools_allow, &main.tools_deny)
             .context("orchestration.main_agent tool patterns")?;

@@ -41,11 +41,11 @@ pub fn assemble(config: &Arc<Config>, task: &TaskEnvelope) -> Result<Assembled, 
     let endpoint = config.llm_for(provider, model, effort)?;
     endpoint.require_key(&config.origin()).map_err(|e| e.to_string())?;
 
-    let services = ToolServices { config: config.clone(), store: None };
-    let all = minibot_tools::worker_tools(&services);
+    let services = ToolServices::new(config.clone(), None)
+        .map_err(|e| format!("tools.file_storage.root_dir: cannot create it: {e}"))?;
     let tools = match &agent {
-        Some(agent) => specialist_tools(&all, agent)?,
-        None => all,
+        Some(agent) => specialist_tools(&minibot_tools::worker_tools(&services), agent)?,
+        None => minibot_tools::worker_generic_tools(&services),
     };
     let tools =
         tools.filtered(&ToolPolicy::Deny(minibot_agent::Patterns::new(RESERVED_TOOLS).map_err(|e| e.to_string())?));

@@ -11,6 +11,7 @@ pub mod policy;
 pub mod prompt;
 mod registry;
 mod run;
+pub mod spill;
 mod tool;
 
 pub use guards::{parse_arguments, sha256_hex};
@@ -22,4 +23,5 @@ pub use run::{
     AgentRun, EMPTY_ANSWER_REPLY, Limits, MAX_STEPS_REPLY, MAX_TOOL_CALLS_REPLY, ModelSettings,
     REPEATED_ITERATION_REPLY, TIMEOUT_REPLY, TRUNCATED_REPLY, error_result,
 };
+pub use spill::{SpillTool, wrap_with_spill};
 pub use tool::{DynTool, Tool, ToolContext, ToolError, ToolResult, dyn_tool};

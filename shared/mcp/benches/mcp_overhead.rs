@@ -18,15 +18,10 @@ const STARTS: usize = 5;
 fn everything_js() -> String {
     let dir = match std::env::var_os("MINIBOT_MCP_PEERS") {
         Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(std::env::var_os("HOME").expect("HOME"))
-            .join(".cache/minibot-rs/mcp-peers"),
+        None => PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/minibot-rs/mcp-peers"),
     };
     let path = dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    assert!(
-        path.is_file(),
-        "server-everything missing at {}: run scripts/setup-mcp-peers.sh",
-        path.display()
-    );
+    assert!(path.is_file(), "server-everything missing at {}: run scripts/setup-mcp-peers.sh", path.display());
     path.to_string_lossy().into_owned()
 }
 
@@ -40,11 +35,7 @@ fn server(name: &str) -> McpServerSection {
 }
 
 fn section(names: &[&str]) -> McpSection {
-    McpSection {
-        enabled: true,
-        servers: names.iter().map(|n| server(n)).collect(),
-        ..Default::default()
-    }
+    McpSection { enabled: true, servers: names.iter().map(|n| server(n)).collect(), ..Default::default() }
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -64,32 +55,20 @@ fn report(label: &str, mut samples: Vec<Duration>) {
 }
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     runtime.block_on(async {
         let mut starts = Vec::new();
         for _ in 0..STARTS {
             let started = Instant::now();
             let hub = McpHub::start(&section(&["a", "b", "c"])).await;
             starts.push(started.elapsed());
-            assert!(
-                hub.status().iter().all(|s| s.error.is_none()),
-                "{:?}",
-                hub.status()
-            );
+            assert!(hub.status().iter().all(|s| s.error.is_none()), "{:?}", hub.status());
             hub.shutdown().await;
         }
         report("hub start, 3 stdio servers", starts);
 
         let hub = McpHub::start(&section(&["everything"])).await;
-        let echo = hub
-            .tools()
-            .into_iter()
-            .find(|t| t.name() == "mcp_everything__echo")
-            .expect("echo");
+        let echo = hub.tools().into_iter().find(|t| t.name() == "mcp_everything__echo").expect("echo");
         let ctx = ToolContext::default();
         let server = hub.servers()[0].clone();
 
@@ -97,10 +76,7 @@ fn main() {
         let mut direct = Vec::with_capacity(CALLS);
         for i in 0..WARMUP + CALLS {
             let started = Instant::now();
-            let out = echo
-                .call_json(json!({"message": format!("ping {i}")}), &ctx)
-                .await
-                .unwrap();
+            let out = echo.call_json(json!({"message": format!("ping {i}")}), &ctx).await.unwrap();
             let took = started.elapsed();
             assert_eq!(out["ok"], true, "{out}");
 

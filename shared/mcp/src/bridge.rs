@@ -21,17 +21,9 @@ pub struct BridgeTool {
 impl BridgeTool {
     pub fn new(prefix: &str, server: Arc<McpServer>, remote: &RemoteTool) -> Self {
         let name = crate::binding_name(prefix, server.name(), &remote.name);
-        let description = format!("[{}] {}", server.name(), remote.description.trim())
-            .trim_end()
-            .to_string();
+        let description = format!("[{}] {}", server.name(), remote.description.trim()).trim_end().to_string();
         let parameters = normalize_input_schema(&remote.input_schema);
-        Self {
-            server,
-            remote: remote.name.clone(),
-            name,
-            description,
-            parameters,
-        }
+        Self { server, remote: remote.name.clone(), name, description, parameters }
     }
 
     /// The remote tool's name on its server.
@@ -42,11 +34,7 @@ impl BridgeTool {
 
 impl DynTool for BridgeTool {
     fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: self.name.clone(),
-            description: self.description.clone(),
-            parameters: self.parameters.clone(),
-        }
+        ToolSpec { name: self.name.clone(), description: self.description.clone(), parameters: self.parameters.clone() }
     }
 
     fn name(&self) -> &str {
@@ -61,24 +49,13 @@ impl DynTool for BridgeTool {
                 Value::Null => Map::new(),
                 other => {
                     let error = format!("arguments must be an object, got {other}");
-                    return Ok(error_result(
-                        server,
-                        "invalid_arguments",
-                        &error,
-                        Some(&self.remote),
-                    ));
+                    return Ok(error_result(server, "invalid_arguments", &error, Some(&self.remote)));
                 }
             };
-            let limit =
-                usize::try_from(self.server.config().inline_result_chars).unwrap_or(usize::MAX);
+            let limit = usize::try_from(self.server.config().inline_result_chars).unwrap_or(usize::MAX);
             Ok(match self.server.call_tool(&self.remote, arguments).await {
                 Ok(output) => call_result(server, &self.remote, output, limit),
-                Err(err) => error_result(
-                    server,
-                    "mcp_call_failed",
-                    &err.to_string(),
-                    Some(&self.remote),
-                ),
+                Err(err) => error_result(server, "mcp_call_failed", &err.to_string(), Some(&self.remote)),
             })
         })
     }

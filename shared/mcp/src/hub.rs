@@ -125,8 +125,7 @@ impl McpHub {
             prefix: section.name_prefix.clone(),
             servers,
             snapshot: RwLock::new(Arc::new(Vec::new())),
-            reload_tool: with_reload
-                .then(|| Arc::new(ReloadTool { hub: weak.clone() }) as Arc<dyn DynTool>),
+            reload_tool: with_reload.then(|| Arc::new(ReloadTool { hub: weak.clone() }) as Arc<dyn DynTool>),
             reloading: tokio::sync::Mutex::new(()),
         });
         hub.reload().await;
@@ -141,10 +140,7 @@ impl McpHub {
     /// The current bindings (plus `reload_mcp` when enabled), in configuration order.
     pub fn tools(&self) -> Vec<Arc<dyn DynTool>> {
         let snapshot = self.current();
-        let mut tools: Vec<Arc<dyn DynTool>> = snapshot
-            .iter()
-            .flat_map(|e| e.tools.iter().cloned())
-            .collect();
+        let mut tools: Vec<Arc<dyn DynTool>> = snapshot.iter().flat_map(|e| e.tools.iter().cloned()).collect();
         if let Some(reload) = &self.reload_tool {
             tools.push(Arc::clone(reload));
         }
@@ -156,19 +152,12 @@ impl McpHub {
     pub fn instructions_for(&self, visible: &[String]) -> Vec<String> {
         self.current()
             .iter()
-            .filter(|e| {
-                e.tools
-                    .iter()
-                    .any(|t| visible.iter().any(|v| v == t.name()))
-            })
+            .filter(|e| e.tools.iter().any(|t| visible.iter().any(|v| v == t.name())))
             .filter_map(|e| {
                 // A server that was down at the last load but has connected since contributes what it sent.
                 let live = e.instructions.clone().or_else(|| e.server.instructions())?;
                 let text = live.trim();
-                Some(format!(
-                    "## MCP server `{}` instructions\n\n{text}",
-                    e.server.name()
-                ))
+                Some(format!("## MCP server `{}` instructions\n\n{text}", e.server.name()))
             })
             .collect()
     }
@@ -191,23 +180,15 @@ impl McpHub {
     pub async fn reload(&self) -> ReloadReport {
         let _guard = self.reloading.lock().await;
         let previous = self.current();
-        let loads = self
-            .servers
-            .iter()
-            .map(|server| self.load(Arc::clone(server)));
+        let loads = self.servers.iter().map(|server| self.load(Arc::clone(server)));
         let loaded = join_all(loads).await;
 
         let mut entries = Vec::with_capacity(loaded.len());
         let mut servers = Vec::with_capacity(loaded.len());
         for entry in loaded {
-            let kept = previous
-                .iter()
-                .find(|p| Arc::ptr_eq(&p.server, &entry.server));
+            let kept = previous.iter().find(|p| Arc::ptr_eq(&p.server, &entry.server));
             let entry = match (&entry.error, kept) {
-                (Some(error), Some(kept)) => Entry {
-                    error: Some(error.clone()),
-                    ..kept.clone()
-                },
+                (Some(error), Some(kept)) => Entry { error: Some(error.clone()), ..kept.clone() },
                 _ => entry,
             };
             servers.push(ServerReload {
@@ -220,10 +201,7 @@ impl McpHub {
         }
         let before: BTreeSet<String> = previous.iter().flat_map(Entry::tool_names).collect();
         let after: BTreeSet<String> = entries.iter().flat_map(Entry::tool_names).collect();
-        *self
-            .snapshot
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = Arc::new(entries);
+        *self.snapshot.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(entries);
         ReloadReport {
             servers,
             added: after.difference(&before).cloned().collect(),
@@ -257,28 +235,17 @@ impl McpHub {
             }
         }
         let instructions = server.instructions();
-        Entry {
-            server,
-            tools,
-            instructions,
-            error,
-        }
+        Entry { server, tools, instructions, error }
     }
 }
 
 /// The bindings of one server: one per remote tool (bridge) or `list_tools`/`call_tool` (lazy; `tools` is
 /// ignored). For callers that drive [`McpServer`]s themselves rather than through a hub.
-pub fn bindings(
-    prefix: &str,
-    server: &Arc<McpServer>,
-    tools: &[RemoteTool],
-) -> Vec<Arc<dyn DynTool>> {
+pub fn bindings(prefix: &str, server: &Arc<McpServer>, tools: &[RemoteTool]) -> Vec<Arc<dyn DynTool>> {
     match server.mode() {
         McpMode::Bridge => tools
             .iter()
-            .map(|remote| {
-                Arc::new(BridgeTool::new(prefix, Arc::clone(server), remote)) as Arc<dyn DynTool>
-            })
+            .map(|remote| Arc::new(BridgeTool::new(prefix, Arc::clone(server), remote)) as Arc<dyn DynTool>)
             .collect(),
         // Lazy bindings exist even when the server is down: they retry the connection when called.
         McpMode::Lazy => vec![
@@ -290,10 +257,7 @@ pub fn bindings(
 
 /// The tool-name pattern OpenAI-compatible providers enforce.
 fn provider_safe_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// `reload_mcp`: reloads every server of the hub that created it.
@@ -320,9 +284,7 @@ impl DynTool for ReloadTool {
     fn call_json<'a>(&'a self, _args: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
         Box::pin(async move {
             let Some(hub) = self.hub.upgrade() else {
-                return Ok(
-                    json!({"ok": false, "error_code": "mcp_unavailable", "error": "MCP hub was shut down"}),
-                );
+                return Ok(json!({"ok": false, "error_code": "mcp_unavailable", "error": "MCP hub was shut down"}));
             };
             let report = hub.reload().await;
             let mut value = serde_json::to_value(&report).unwrap_or(Value::Null);

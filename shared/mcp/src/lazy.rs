@@ -14,10 +14,7 @@ fn server_blurb(server: &McpServer) -> String {
     match server.instructions() {
         Some(instructions) => format!("Server instructions:\n{}", instructions.trim()),
         None if server.mode() == minibot_config::schema::McpMode::Lazy => {
-            format!(
-                "Configured MCP server `{}` (its metadata is not available yet).",
-                server.name()
-            )
+            format!("Configured MCP server `{}` (its metadata is not available yet).", server.name())
         }
         None => String::new(),
     }
@@ -41,11 +38,7 @@ impl LazyListTool {
             crate::binding_name(prefix, server.name(), "call_tool"),
             server_blurb(&server)
         );
-        Self {
-            server,
-            name,
-            description: description.trim_end().to_string(),
-        }
+        Self { server, name, description: description.trim_end().to_string() }
     }
 }
 
@@ -104,11 +97,7 @@ impl LazyCallTool {
             crate::binding_name(prefix, server.name(), "list_tools"),
             server_blurb(&server)
         );
-        Self {
-            server,
-            name,
-            description: description.trim_end().to_string(),
-        }
+        Self { server, name, description: description.trim_end().to_string() }
     }
 }
 
@@ -148,12 +137,7 @@ impl LazyCallTool {
         let tool = match args.get("tool_name").and_then(Value::as_str).map(str::trim) {
             Some(tool) if !tool.is_empty() => tool.to_string(),
             _ => {
-                return error_result(
-                    server,
-                    "invalid_tool_name",
-                    "`tool_name` must be a non-empty string",
-                    None,
-                );
+                return error_result(server, "invalid_tool_name", "`tool_name` must be a non-empty string", None);
             }
         };
         let arguments = match args.get("arguments").cloned().map(drop_nulls) {
@@ -173,19 +157,11 @@ impl LazyCallTool {
             Ok(catalog) if catalog.iter().any(|t| t.name == tool) => {}
             Ok(catalog) => {
                 let names: Vec<&str> = catalog.iter().map(|t| t.name.as_str()).collect();
-                let error = format!(
-                    "MCP server `{server}` has no tool `{tool}`; available: {}",
-                    names.join(", ")
-                );
+                let error = format!("MCP server `{server}` has no tool `{tool}`; available: {}", names.join(", "));
                 return error_result(server, "mcp_tool_not_available", &error, Some(&tool));
             }
             Err(err) => {
-                return error_result(
-                    server,
-                    "mcp_catalog_unavailable",
-                    &err.to_string(),
-                    Some(&tool),
-                );
+                return error_result(server, "mcp_catalog_unavailable", &err.to_string(), Some(&tool));
             }
         }
         let limit = usize::try_from(self.server.config().inline_result_chars).unwrap_or(usize::MAX);

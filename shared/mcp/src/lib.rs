@@ -55,23 +55,11 @@ pub enum McpError {
     #[error("MCP server `{server}`: initialize failed: {message}")]
     Connect { server: String, message: String },
     #[error("MCP server `{server}`: {operation} got no answer within {seconds}s")]
-    Timeout {
-        server: String,
-        operation: &'static str,
-        seconds: f64,
-    },
+    Timeout { server: String, operation: &'static str, seconds: f64 },
     #[error("MCP server `{server}`: connection lost during {operation}: {message}")]
-    Closed {
-        server: String,
-        operation: &'static str,
-        message: String,
-    },
+    Closed { server: String, operation: &'static str, message: String },
     #[error("MCP server `{server}`: {operation} failed: {message}")]
-    Request {
-        server: String,
-        operation: &'static str,
-        message: String,
-    },
+    Request { server: String, operation: &'static str, message: String },
 }
 
 pub type Result<T> = std::result::Result<T, McpError>;

@@ -18,25 +18,14 @@ pub struct CallOutput {
 /// Flattens protocol content blocks (as JSON) into one text: text parts whole, images as a marker, anything else
 /// as compact JSON with large binary fields elided.
 pub fn flatten_content(blocks: &[Value]) -> String {
-    blocks
-        .iter()
-        .map(flatten_block)
-        .collect::<Vec<_>>()
-        .join("\n")
+    blocks.iter().map(flatten_block).collect::<Vec<_>>().join("\n")
 }
 
 fn flatten_block(block: &Value) -> String {
     match block.get("type").and_then(Value::as_str) {
-        Some("text") => block
-            .get("text")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
+        Some("text") => block.get("text").and_then(Value::as_str).unwrap_or_default().to_string(),
         Some("image") => {
-            let mime = block
-                .get("mimeType")
-                .and_then(Value::as_str)
-                .unwrap_or("unknown");
+            let mime = block.get("mimeType").and_then(Value::as_str).unwrap_or("unknown");
             format!("[image payload omitted ({mime})]")
         }
         _ => elide_blobs(block.clone()).to_string(),
@@ -50,8 +39,7 @@ fn elide_blobs(value: Value) -> Value {
                 .map(|(key, v)| {
                     let v = match v {
                         Value::String(s)
-                            if BLOB_FIELDS.contains(&key.as_str())
-                                && s.chars().count() > MAX_INLINE_BLOB_CHARS =>
+                            if BLOB_FIELDS.contains(&key.as_str()) && s.chars().count() > MAX_INLINE_BLOB_CHARS =>
                         {
                             Value::String(format!("<omitted {} chars>", s.chars().count()))
                         }
@@ -148,42 +136,19 @@ mod tests {
 
     #[test]
     fn small_results_pass_through() {
-        let out = call_result(
-            "s",
-            "t",
-            CallOutput {
-                is_error: false,
-                text: "hi".into(),
-            },
-            100,
-        );
-        assert_eq!(
-            out,
-            json!({"ok": true, "server": "s", "tool": "t", "is_error": false, "result": "hi"})
-        );
+        let out = call_result("s", "t", CallOutput { is_error: false, text: "hi".into() }, 100);
+        assert_eq!(out, json!({"ok": true, "server": "s", "tool": "t", "is_error": false, "result": "hi"}));
     }
 
     #[test]
     fn large_results_are_cut() {
-        let out = call_result(
-            "s",
-            "t",
-            CallOutput {
-                is_error: true,
-                text: "x".repeat(5000),
-            },
-            1000,
-        );
+        let out = call_result("s", "t", CallOutput { is_error: true, text: "x".repeat(5000) }, 1000);
         assert_eq!(out["ok"], false);
         assert_eq!(out["is_error"], true);
         assert_eq!(out["tool"], "t");
         assert_eq!(out["output_truncated"], true);
         assert_eq!(out["output_preview"].as_str().map(str::len), Some(1000));
         assert!(out.get("result").is_none());
-        assert!(
-            out["output_notice"]
-                .as_str()
-                .is_some_and(|n| n.contains("1000"))
-        );
+        assert!(out["output_notice"].as_str().is_some_and(|n| n.contains("1000")));
     }
 }

@@ -7,17 +7,8 @@
 use serde_json::{Map, Value};
 
 /// String formats every provider we target accepts; any other `format` is dropped.
-const SUPPORTED_FORMATS: &[&str] = &[
-    "date-time",
-    "time",
-    "date",
-    "duration",
-    "email",
-    "hostname",
-    "ipv4",
-    "ipv6",
-    "uuid",
-];
+const SUPPORTED_FORMATS: &[&str] =
+    &["date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"];
 
 /// Keywords providers reject outright.
 const DROPPED_KEYWORDS: &[&str] = &["propertyNames", "minProperties", "maxProperties"];
@@ -36,9 +27,7 @@ pub fn normalize_input_schema(schema: &Map<String, Value>) -> Value {
         if !map.contains_key("type") {
             map.insert("type".into(), Value::String("object".into()));
         }
-        if map.get("type").and_then(Value::as_str) == Some("object")
-            && !map.contains_key("properties")
-        {
+        if map.get("type").and_then(Value::as_str) == Some("object") && !map.contains_key("properties") {
             map.insert("properties".into(), Value::Object(Map::new()));
         }
     }
@@ -48,12 +37,7 @@ pub fn normalize_input_schema(schema: &Map<String, Value>) -> Value {
 fn normalize_node(node: &Value, root: &Value, depth: usize) -> Value {
     match node {
         Value::Object(map) => normalize_object(map, root, depth),
-        Value::Array(items) => Value::Array(
-            items
-                .iter()
-                .map(|v| normalize_node(v, root, depth))
-                .collect(),
-        ),
+        Value::Array(items) => Value::Array(items.iter().map(|v| normalize_node(v, root, depth)).collect()),
         other => other.clone(),
     }
 }
@@ -82,23 +66,15 @@ fn normalize_object(map: &Map<String, Value>, root: &Value, depth: usize) -> Val
         }
         if key == "format"
             && map.get("type").and_then(Value::as_str) == Some("string")
-            && !value
-                .as_str()
-                .is_some_and(|f| SUPPORTED_FORMATS.contains(&f))
+            && !value.as_str().is_some_and(|f| SUPPORTED_FORMATS.contains(&f))
         {
             continue;
         }
         // Property names are user data, not schema keywords: recurse into the values only.
-        let normalized = if matches!(
-            key.as_str(),
-            "properties" | "$defs" | "definitions" | "patternProperties"
-        ) {
+        let normalized = if matches!(key.as_str(), "properties" | "$defs" | "definitions" | "patternProperties") {
             match value {
                 Value::Object(props) => Value::Object(
-                    props
-                        .iter()
-                        .map(|(name, sub)| (name.clone(), normalize_node(sub, root, depth)))
-                        .collect(),
+                    props.iter().map(|(name, sub)| (name.clone(), normalize_node(sub, root, depth))).collect(),
                 ),
                 other => other.clone(),
             }
@@ -123,12 +99,9 @@ fn resolve_ref<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
 /// omit, and many servers validate that as a type error.
 pub fn drop_nulls(value: Value) -> Value {
     match value {
-        Value::Object(map) => Value::Object(
-            map.into_iter()
-                .filter(|(_, v)| !v.is_null())
-                .map(|(k, v)| (k, drop_nulls(v)))
-                .collect(),
-        ),
+        Value::Object(map) => {
+            Value::Object(map.into_iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k, drop_nulls(v))).collect())
+        }
         Value::Array(items) => Value::Array(items.into_iter().map(drop_nulls).collect()),
         other => other,
     }
@@ -181,10 +154,7 @@ mod tests {
         assert!(out["properties"]["site"].get("format").is_none());
         assert!(out["properties"]["nested"].get("maxProperties").is_none());
         // A property that happens to be called `format` is kept.
-        assert_eq!(
-            out["properties"]["nested"]["properties"]["format"]["type"],
-            "string"
-        );
+        assert_eq!(out["properties"]["nested"]["properties"]["format"]["type"], "string");
     }
 
     #[test]
@@ -216,8 +186,7 @@ mod tests {
 
     #[test]
     fn nulls_are_dropped_recursively() {
-        let out =
-            drop_nulls(json!({"a": null, "b": {"c": null, "d": 1}, "e": [{"f": null}, null]}));
+        let out = drop_nulls(json!({"a": null, "b": {"c": null, "d": 1}, "e": [{"f": null}, null]}));
         assert_eq!(out, json!({"b": {"d": 1}, "e": [{}, null]}));
     }
 }

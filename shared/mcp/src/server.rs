@@ -14,9 +14,7 @@ use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::{RoleClient, RunningService, ServiceError};
 use rmcp::transport::TokioChildProcess;
-use rmcp::transport::streamable_http_client::{
-    StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
-};
+use rmcp::transport::streamable_http_client::{StreamableHttpClientTransport, StreamableHttpClientTransportConfig};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, VecDeque};
 use std::process::Stdio;
@@ -58,20 +56,13 @@ impl StderrTail {
     /// Waits briefly for the pump to drain: a child that failed usually wrote its reason just before exiting.
     async fn collect(self) -> Vec<String> {
         let _ = tokio::time::timeout(Duration::from_millis(500), self.pump).await;
-        self.tail
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .cloned()
-            .collect()
+        self.tail.lock().unwrap_or_else(PoisonError::into_inner).iter().cloned().collect()
     }
 }
 
 impl std::fmt::Debug for McpServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("McpServer")
-            .field("name", &self.config.name)
-            .finish_non_exhaustive()
+        f.debug_struct("McpServer").field("name", &self.config.name).finish_non_exhaustive()
     }
 }
 
@@ -101,16 +92,12 @@ impl McpServer {
 
     /// The `instructions` the server sent at its last successful initialize.
     pub fn instructions(&self) -> Option<String> {
-        self.instructions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.instructions.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// Whether a remote tool passes `enabled_tools`/`disabled_tools` (disabled wins).
     pub fn allows(&self, remote: &str) -> bool {
-        let enabled = self.config.enabled_tools.is_empty()
-            || self.config.enabled_tools.iter().any(|t| t == remote);
+        let enabled = self.config.enabled_tools.is_empty() || self.config.enabled_tools.iter().any(|t| t == remote);
         enabled && !self.config.disabled_tools.iter().any(|t| t == remote)
     }
 
@@ -121,11 +108,7 @@ impl McpServer {
 
     /// Whether a live session is open right now.
     pub async fn is_connected(&self) -> bool {
-        self.session
-            .lock()
-            .await
-            .as_ref()
-            .is_some_and(|s| !s.is_closed())
+        self.session.lock().await.as_ref().is_some_and(|s| !s.is_closed())
     }
 
     /// Closes the session (and stops a stdio child); the next request reconnects.
@@ -176,10 +159,7 @@ impl McpServer {
             },
             McpMode::Lazy => None,
         };
-        *self
-            .instructions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = instructions;
+        *self.instructions.lock().unwrap_or_else(PoisonError::into_inner) = instructions;
         let previous = self.session.lock().await.replace(session);
         *self.catalog.lock().await = tools.clone().map(|t| (Instant::now(), t));
         if let Some(previous) = previous {
@@ -189,11 +169,7 @@ impl McpServer {
     }
 
     /// Calls a remote tool with a per-call timeout. A call on a dead session reconnects first.
-    pub async fn call_tool(
-        &self,
-        remote: &str,
-        arguments: Map<String, Value>,
-    ) -> Result<CallOutput> {
+    pub async fn call_tool(&self, remote: &str, arguments: Map<String, Value>) -> Result<CallOutput> {
         let session = self.session().await?;
         let params = CallToolRequestParams::new(remote.to_string()).with_arguments(arguments);
         let outcome = match tokio::time::timeout(self.timeout, session.call_tool(params)).await {
@@ -208,21 +184,14 @@ impl McpServer {
                 return Err(err);
             }
         };
-        let blocks: Vec<Value> = result
-            .content
-            .iter()
-            .filter_map(|b| serde_json::to_value(b).ok())
-            .collect();
+        let blocks: Vec<Value> = result.content.iter().filter_map(|b| serde_json::to_value(b).ok()).collect();
         let mut text = flatten_content(&blocks);
         if text.is_empty()
             && let Some(structured) = &result.structured_content
         {
             text = structured.to_string();
         }
-        Ok(CallOutput {
-            is_error: result.is_error.unwrap_or(false),
-            text,
-        })
+        Ok(CallOutput { is_error: result.is_error.unwrap_or(false), text })
     }
 
     async fn list_on(&self, session: &Session) -> Result<Vec<RemoteTool>> {
@@ -255,10 +224,7 @@ impl McpServer {
             shut(dead).await;
         }
         let (session, instructions) = self.open().await?;
-        *self
-            .instructions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = instructions;
+        *self.instructions.lock().unwrap_or_else(PoisonError::into_inner) = instructions;
         let session = Arc::new(session);
         *slot = Some(Arc::clone(&session));
         Ok(session)
@@ -266,17 +232,13 @@ impl McpServer {
 
     /// Drops the session after a failure that means the connection is gone, so the next call reconnects.
     async fn forget_if_dead(&self, session: &Arc<Session>, err: &McpError) {
-        let dead = matches!(err, McpError::Closed { .. })
-            || session.is_closed()
-            || session.peer().is_transport_closed();
+        let dead =
+            matches!(err, McpError::Closed { .. }) || session.is_closed() || session.peer().is_transport_closed();
         if !dead {
             return;
         }
         let mut slot = self.session.lock().await;
-        if slot
-            .as_ref()
-            .is_some_and(|current| Arc::ptr_eq(current, session))
-        {
+        if slot.as_ref().is_some_and(|current| Arc::ptr_eq(current, session)) {
             slot.take();
         }
     }
@@ -297,16 +259,8 @@ impl McpServer {
 
     async fn open_stdio(&self) -> Result<Session> {
         let server = self.config.name.clone();
-        let Some(command) = self
-            .config
-            .command
-            .as_deref()
-            .filter(|c| !c.trim().is_empty())
-        else {
-            return Err(McpError::Config {
-                server,
-                message: "stdio transport needs `command`".into(),
-            });
+        let Some(command) = self.config.command.as_deref().filter(|c| !c.trim().is_empty()) else {
+            return Err(McpError::Config { server, message: "stdio transport needs `command`".into() });
         };
         let mut cmd = tokio::process::Command::new(command);
         cmd.args(&self.config.args);
@@ -326,21 +280,12 @@ impl McpServer {
         // wrappers), which would otherwise outlive the server they launched.
         let mut wrapped = CommandWrap::from(cmd);
         wrapped.wrap(ProcessGroup::leader());
-        let (transport, stderr) = TokioChildProcess::builder(wrapped)
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|source| {
+        let (transport, stderr) =
+            TokioChildProcess::builder(wrapped).stderr(Stdio::piped()).spawn().map_err(|source| {
                 if source.kind() == std::io::ErrorKind::NotFound {
-                    McpError::CommandNotFound {
-                        server: server.clone(),
-                        command: command.to_string(),
-                    }
+                    McpError::CommandNotFound { server: server.clone(), command: command.to_string() }
                 } else {
-                    McpError::Spawn {
-                        server: server.clone(),
-                        command: command.to_string(),
-                        source,
-                    }
+                    McpError::Spawn { server: server.clone(), command: command.to_string(), source }
                 }
             })?;
         let stderr = stderr.map(|stderr| {
@@ -360,17 +305,13 @@ impl McpServer {
             });
             StderrTail { pump, tail }
         });
-        self.initialize(client_config().serve(transport), stderr)
-            .await
+        self.initialize(client_config().serve(transport), stderr).await
     }
 
     async fn open_http(&self) -> Result<Session> {
         let server = self.config.name.clone();
         let Some(url) = self.config.url.as_deref().filter(|u| !u.trim().is_empty()) else {
-            return Err(McpError::Config {
-                server,
-                message: "http transport needs `url`".into(),
-            });
+            return Err(McpError::Config { server, message: "http transport needs `url`".into() });
         };
         minibot_llm::install_crypto_provider();
         let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
@@ -382,23 +323,14 @@ impl McpServer {
                 config = config.auth_header(token.to_string());
                 continue;
             }
-            let header_name =
-                reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|e| {
-                    McpError::Config {
-                        server: server.clone(),
-                        message: format!("header `{name}`: {e}"),
-                    }
-                })?;
-            let header_value =
-                reqwest::header::HeaderValue::from_str(value).map_err(|e| McpError::Config {
-                    server: server.clone(),
-                    message: format!("header `{name}`: {e}"),
-                })?;
+            let header_name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|e| McpError::Config { server: server.clone(), message: format!("header `{name}`: {e}") })?;
+            let header_value = reqwest::header::HeaderValue::from_str(value)
+                .map_err(|e| McpError::Config { server: server.clone(), message: format!("header `{name}`: {e}") })?;
             headers.insert(header_name, header_value);
         }
         let transport = StreamableHttpClientTransport::from_config(config.custom_headers(headers));
-        self.initialize(client_config().serve(transport), None)
-            .await
+        self.initialize(client_config().serve(transport), None).await
     }
 
     async fn initialize<F, E>(&self, serve: F, stderr: Option<StderrTail>) -> Result<Session>
@@ -417,10 +349,7 @@ impl McpServer {
                         message.push_str(&lines.join(" | "));
                     }
                 }
-                Err(McpError::Connect {
-                    server: self.config.name.clone(),
-                    message,
-                })
+                Err(McpError::Connect { server: self.config.name.clone(), message })
             }
             Err(_) => Err(self.timeout_error("initialize")),
         }
@@ -429,34 +358,21 @@ impl McpServer {
     fn request_error(&self, operation: &'static str, err: ServiceError) -> McpError {
         let server = self.config.name.clone();
         match err {
-            ServiceError::TransportClosed | ServiceError::TransportSend(_) => McpError::Closed {
-                server,
-                operation,
-                message: err.to_string(),
-            },
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+                McpError::Closed { server, operation, message: err.to_string() }
+            }
             ServiceError::Timeout { .. } => self.timeout_error(operation),
-            other => McpError::Request {
-                server,
-                operation,
-                message: other.to_string(),
-            },
+            other => McpError::Request { server, operation, message: other.to_string() },
         }
     }
 
     fn timeout_error(&self, operation: &'static str) -> McpError {
-        McpError::Timeout {
-            server: self.config.name.clone(),
-            operation,
-            seconds: self.timeout.as_secs_f64(),
-        }
+        McpError::Timeout { server: self.config.name.clone(), operation, seconds: self.timeout.as_secs_f64() }
     }
 }
 
 fn client_config() -> ClientConfig {
-    ClientConfig::new(
-        ClientCapabilities::default(),
-        Implementation::new("minibot", env!("CARGO_PKG_VERSION")),
-    )
+    ClientConfig::new(ClientCapabilities::default(), Implementation::new("minibot", env!("CARGO_PKG_VERSION")))
 }
 
 /// Ends a session: cancelling it drops the transport, which stops a stdio child.

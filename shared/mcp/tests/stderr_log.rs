@@ -2,10 +2,7 @@
 //! Child stderr reaches the log. A binary of its own: it installs a global subscriber, which the other tests'
 //! threads would otherwise race with (tracing caches per-callsite interest across threads).
 
-#[allow(
-    dead_code,
-    reason = "shared with the main suite; this binary uses a few helpers"
-)]
+#[allow(dead_code, reason = "shared with the main suite; this binary uses a few helpers")]
 #[path = "suite/peers.rs"]
 mod peers;
 
@@ -40,19 +37,11 @@ async fn child_stderr_goes_to_the_log_with_the_server_name() {
         .finish();
     tracing::subscriber::set_global_default(subscriber).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let hub = McpHub::start(&section(vec![fixture_server(
-        "noisy",
-        McpMode::Bridge,
-        &dir.path().join("s"),
-    )]))
-    .await;
+    let hub = McpHub::start(&section(vec![fixture_server("noisy", McpMode::Bridge, &dir.path().join("s"))])).await;
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let text = String::from_utf8_lossy(&captured.0.lock().unwrap()).into_owned();
-        if text
-            .lines()
-            .any(|l| l.contains("fixture: ready") && l.contains("server=noisy"))
-        {
+        if text.lines().any(|l| l.contains("fixture: ready") && l.contains("server=noisy")) {
             break;
         }
         assert!(Instant::now() < deadline, "stderr line not logged: {text}");

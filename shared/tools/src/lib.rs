@@ -1,29 +1,86 @@
-//! Built-in tools, one file per tool, grouped in folders by family (`utility/`, `chat/`, `runtime/`, …). Each
-//! family has a `register` function that adds the tools its config section enables; [`main_agent_tools`]
-//! assembles the main agent's set from them.
+//! Built-in tools, one file per tool, grouped in folders by family (`utility/`, `chat/`, `runtime/`, `files/`,
+//! `search/`, `exec/`, `edit/`, `http/`). Each family has a `register` function that adds the tools its config
+//! section enables; [`main_agent_tools`] and [`worker_generic_tools`] assemble the two standard sets from them.
 
 pub mod chat;
+pub mod edit;
+pub mod exec;
+pub mod files;
+pub mod http;
 pub mod runtime;
+pub mod search;
 mod services;
 pub mod tasks;
 pub mod utility;
 
 pub use services::ToolServices;
 
-use minibot_agent::ToolRegistry;
+use minibot_agent::{ToolRegistry, dyn_tool, wrap_with_spill};
 
-/// Every built-in tool the config enables for the main agent, `pre_response` first.
+/// Every built-in tool the config enables for the main agent, `pre_response` first, with long results
+/// spilled to managed files (`[tools.tool_output_spill]`).
 pub fn main_agent_tools(services: &ToolServices) -> ToolRegistry {
     let mut registry = ToolRegistry::new();
     runtime::register(&mut registry, services);
     chat::register(&mut registry, services);
     utility::register(&mut registry, services);
-    registry
+    files::register(&mut registry, services);
+    search::register(&mut registry, services);
+    exec::register(&mut registry, services, true);
+    edit::register(&mut registry, services);
+    http::register(&mut registry, services);
+    with_spill(&registry, services)
 }
 
-/// Every built-in tool a task worker may be granted; specialists filter it by their own policy. Tools that
-/// need a conversation (chat history) are absent.
+/// The tool set of a generic task worker (a task without a named agent), MiniBot's list minus the tools that
+/// do not exist yet (`transcribe_audio`, `list_skills`, `activate_skill`): HTTP, managed files, grep, host
+/// execution, `apply_patch`, `get_settings` and the utility tools. Left out on purpose:
+/// - `send_file` and `self_insert_artifact`: a worker has no channel and no main-agent context to act on
+///   their directives, so offering them would only produce results that claim a delivery that never happens;
+/// - chat history tools and `pre_response`: a worker has no conversation;
+/// - bash output spill (`[tools.bash] spill_to_managed_file`), as in MiniBot. The generic output spill still
+///   applies.
+pub fn worker_generic_tools(services: &ToolServices) -> ToolRegistry {
+    let mut registry = ToolRegistry::new();
+    let tools = &services.config.tools;
+    if tools.http_client.enabled {
+        http::register(&mut registry, services);
+    }
+    if let Some(root) = &services.files {
+        use std::sync::Arc;
+        let max_write = tools.file_storage.max_write_bytes.bytes();
+        registry.register(dyn_tool(files::ListFiles::new(Arc::clone(root))));
+        registry.register(dyn_tool(files::GlobFiles::new(Arc::clone(root))));
+        registry.register(dyn_tool(files::FileInfo::new(Arc::clone(root))));
+        registry.register(dyn_tool(files::WriteFile::new(Arc::clone(root), max_write)));
+        registry.register(dyn_tool(files::ReadFile::new(Arc::clone(root))));
+        registry.register(dyn_tool(files::MoveFile::new(Arc::clone(root))));
+        registry.register(dyn_tool(files::DeleteFile::new(Arc::clone(root))));
+        registry.register(dyn_tool(files::CodeRead::new(Arc::clone(root))));
+    }
+    search::register(&mut registry, services);
+    exec::register(&mut registry, services, false);
+    edit::register(&mut registry, services);
+    registry.register(dyn_tool(runtime::GetSettings::new(std::sync::Arc::clone(&services.config))));
+    utility::register(&mut registry, services);
+    with_spill(&registry, services)
+}
+
+fn with_spill(registry: &ToolRegistry, services: &ToolServices) -> ToolRegistry {
+    let root = services.files.as_ref().map(|files| files.path());
+    wrap_with_spill(registry, &services.config.tools.tool_output_spill, root)
+}
+
+/// Every built-in tool a specialist may be granted in a worker (its `tools_allow` / `tools_deny` filter this):
+/// the generic worker set plus `pre_response`.
 pub fn worker_tools(services: &ToolServices) -> ToolRegistry {
-    let services = ToolServices { store: None, ..services.clone() };
-    main_agent_tools(&services)
+    let mut registry = ToolRegistry::new();
+    registry.register(dyn_tool(runtime::PreResponse));
+    let generic = worker_generic_tools(services);
+    for name in generic.names() {
+        if let Some(tool) = generic.get(&name) {
+            registry.register(std::sync::Arc::clone(tool));
+        }
+    }
+    registry
 }

@@ -1,11 +1,28 @@
+use crate::files::ManagedRoot;
 use minibot_config::Config;
 use minibot_store::Store;
 use std::sync::Arc;
 
-/// What tools may use: the configuration and the stores. Cheap to clone.
+/// What tools may use: the configuration, the stores and the managed-file root. Cheap to clone.
 #[derive(Clone)]
 pub struct ToolServices {
     pub config: Arc<Config>,
     /// The transcript store; `None` in processes without conversations (workers).
     pub store: Option<Store>,
+    /// The managed-file root (`[tools.file_storage]`); `None` when file storage is off.
+    pub files: Option<Arc<ManagedRoot>>,
+}
+
+impl ToolServices {
+    /// Builds the services, creating the managed-file root when `[tools.file_storage]` is on.
+    pub fn new(config: Arc<Config>, store: Option<Store>) -> std::io::Result<Self> {
+        let storage = &config.tools.file_storage;
+        let files = if storage.enabled {
+            let root = config.resolve_path(&storage.root_dir);
+            Some(Arc::new(ManagedRoot::create(&root, storage.allow_outside_root)?))
+        } else {
+            None
+        };
+        Ok(Self { config, store, files })
+    }
 }

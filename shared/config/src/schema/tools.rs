@@ -158,6 +158,11 @@ section! {
         pub spill_after_chars: u64 = 2_000,
         pub spill_preview_chars: u64 = 500,
         pub spill_subdir: String = "bash_output/tmp".into(),
+        /// Not in MiniBot, whose bash had no sandbox: the same modes and settings as `[tools.python_exec]`.
+        pub sandbox_mode: SandboxMode = SandboxMode::Basic,
+        pub rlimit: RlimitSection = RlimitSection::default(),
+        pub cgroup: CgroupSection = CgroupSection::default(),
+        pub jail: JailSection = JailSection::default(),
     }
 }
 

@@ -7,12 +7,7 @@ use std::time::{Duration, Instant};
 #[tokio::test]
 async fn crashed_server_is_reconnected_on_next_call() {
     let dir = tempfile::tempdir().unwrap();
-    let hub = McpHub::start(&section(vec![fixture_server(
-        "fix",
-        McpMode::Bridge,
-        &dir.path().join("s"),
-    )]))
-    .await;
+    let hub = McpHub::start(&section(vec![fixture_server("fix", McpMode::Bridge, &dir.path().join("s"))])).await;
     let out = call(&tool(&hub, "mcp_fix__crash"), json!({})).await;
     assert_eq!(out["ok"], false, "{out}");
     assert_eq!(out["error_code"], "mcp_call_failed", "{out}");
@@ -25,11 +20,7 @@ async fn crashed_server_is_reconnected_on_next_call() {
 #[tokio::test]
 async fn silent_tool_times_out_with_an_error_result() {
     let dir = tempfile::tempdir().unwrap();
-    let mut mcp = section(vec![fixture_server(
-        "fix",
-        McpMode::Bridge,
-        &dir.path().join("s"),
-    )]);
+    let mut mcp = section(vec![fixture_server("fix", McpMode::Bridge, &dir.path().join("s"))]);
     mcp.timeout_seconds = 2.0;
     let hub = McpHub::start(&mcp).await;
     let started = Instant::now();
@@ -37,17 +28,8 @@ async fn silent_tool_times_out_with_an_error_result() {
     let took = started.elapsed();
     assert_eq!(out["ok"], false, "{out}");
     assert_eq!(out["error_code"], "mcp_call_failed");
-    assert!(
-        out["error"]
-            .as_str()
-            .unwrap()
-            .contains("no answer within 2s"),
-        "{out}"
-    );
-    assert!(
-        took >= Duration::from_secs(2) && took < Duration::from_secs(4),
-        "{took:?}"
-    );
+    assert!(out["error"].as_str().unwrap().contains("no answer within 2s"), "{out}");
+    assert!(took >= Duration::from_secs(2) && took < Duration::from_secs(4), "{took:?}");
     // The session is still usable.
     let out = call(&tool(&hub, "mcp_fix__add"), json!({"a": 1, "b": 1})).await;
     assert_eq!(out["result"], "2", "{out}");
@@ -65,17 +47,10 @@ async fn server_that_never_initializes_times_out_at_startup() {
     mcp.timeout_seconds = 1.0;
     let started = Instant::now();
     let hub = McpHub::start(&mcp).await;
-    assert!(
-        started.elapsed() < Duration::from_secs(3),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
     assert!(names(&hub).is_empty());
     let error = hub.status()[0].error.clone().unwrap();
-    assert!(
-        error.contains("mute") && error.contains("initialize"),
-        "{error}"
-    );
+    assert!(error.contains("mute") && error.contains("initialize"), "{error}");
     hub.shutdown().await;
 }
 
@@ -86,32 +61,18 @@ async fn missing_command_is_a_clear_error() {
         command: Some("minibot-no-such-mcp-server".into()),
         ..Default::default()
     };
-    let lazy = McpServerSection {
-        name: "lghost".into(),
-        mode: McpMode::Lazy,
-        ..missing.clone()
-    };
+    let lazy = McpServerSection { name: "lghost".into(), mode: McpMode::Lazy, ..missing.clone() };
     let hub = McpHub::start(&section(vec![missing, lazy])).await;
     let status = hub.status();
     let error = status[0].error.clone().unwrap();
-    assert!(
-        error.contains("`minibot-no-such-mcp-server` not found"),
-        "{error}"
-    );
+    assert!(error.contains("`minibot-no-such-mcp-server` not found"), "{error}");
     assert!(status[0].tools.is_empty());
     // Lazy bindings stay, with a fallback description, and report the error when used.
     let list = tool(&hub, "mcp_lghost__list_tools");
     let out = call(&list, json!({})).await;
     assert_eq!(out["error_code"], "mcp_catalog_unavailable", "{out}");
-    assert!(
-        out["error"].as_str().unwrap().contains("not found"),
-        "{out}"
-    );
-    let out = call(
-        &tool(&hub, "mcp_lghost__call_tool"),
-        json!({"tool_name": "x", "arguments": {}}),
-    )
-    .await;
+    assert!(out["error"].as_str().unwrap().contains("not found"), "{out}");
+    let out = call(&tool(&hub, "mcp_lghost__call_tool"), json!({"tool_name": "x", "arguments": {}})).await;
     assert_eq!(out["error_code"], "mcp_catalog_unavailable", "{out}");
     hub.shutdown().await;
 }
@@ -140,11 +101,7 @@ async fn restarted_http_server_is_reconnected() {
     let started = Instant::now();
     let out = call(&echo, json!({"message": "down"})).await;
     assert_eq!(out["ok"], false, "{out}");
-    assert!(
-        started.elapsed() < Duration::from_secs(7),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < Duration::from_secs(7), "{:?}", started.elapsed());
 
     let _peer = HttpEverything::spawn(port).await;
     let out = call(&echo, json!({"message": "two"})).await;
@@ -155,12 +112,7 @@ async fn restarted_http_server_is_reconnected() {
 #[tokio::test]
 async fn server_that_exited_between_calls_is_reconnected() {
     let dir = tempfile::tempdir().unwrap();
-    let hub = McpHub::start(&section(vec![fixture_server(
-        "fix",
-        McpMode::Bridge,
-        &dir.path().join("s"),
-    )]))
-    .await;
+    let hub = McpHub::start(&section(vec![fixture_server("fix", McpMode::Bridge, &dir.path().join("s"))])).await;
     let out = call(&tool(&hub, "mcp_fix__exit_soon"), json!({})).await;
     assert_eq!(out["result"], "bye", "{out}");
     tokio::time::sleep(Duration::from_millis(800)).await;
@@ -171,9 +123,7 @@ async fn server_that_exited_between_calls_is_reconnected() {
 
 fn alive(pid: &str) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
-        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .unwrap_or_default()
-            .contains(") Z ")
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default().contains(") Z ")
 }
 
 #[tokio::test]
@@ -193,10 +143,7 @@ async fn shutdown_stops_grandchildren_of_a_wrapper_command() {
     hub.shutdown().await;
     let deadline = Instant::now() + Duration::from_secs(10);
     while alive(&pid) {
-        assert!(
-            Instant::now() < deadline,
-            "python grandchild {pid} outlived shutdown"
-        );
+        assert!(Instant::now() < deadline, "python grandchild {pid} outlived shutdown");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

@@ -13,19 +13,13 @@ const SETUP: &str = "run scripts/setup-mcp-peers.sh (MINIBOT_MCP_PEERS overrides
 pub fn peers_dir() -> PathBuf {
     match std::env::var_os("MINIBOT_MCP_PEERS") {
         Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(std::env::var_os("HOME").expect("HOME"))
-            .join(".cache/minibot-rs/mcp-peers"),
+        None => PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/minibot-rs/mcp-peers"),
     }
 }
 
 pub fn everything_js() -> String {
-    let path =
-        peers_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    assert!(
-        path.is_file(),
-        "server-everything missing at {}: {SETUP}",
-        path.display()
-    );
+    let path = peers_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(path.is_file(), "server-everything missing at {}: {SETUP}", path.display());
     path.to_string_lossy().into_owned()
 }
 
@@ -35,18 +29,12 @@ pub fn python() -> String {
         .args(["-c", "import mcp.server.fastmcp"])
         .output()
         .is_ok_and(|out| out.status.success());
-    assert!(
-        ok,
-        "python package `mcp<2` (FastMCP) missing for {python}: {SETUP}"
-    );
+    assert!(ok, "python package `mcp<2` (FastMCP) missing for {python}: {SETUP}");
     python
 }
 
 pub fn fixture() -> String {
-    format!(
-        "{}/tests/fixtures/fastmcp_server.py",
-        env!("CARGO_MANIFEST_DIR")
-    )
+    format!("{}/tests/fixtures/fastmcp_server.py", env!("CARGO_MANIFEST_DIR"))
 }
 
 pub fn everything_stdio(name: &str, mode: McpMode) -> McpServerSection {
@@ -63,10 +51,7 @@ pub fn everything_stdio(name: &str, mode: McpMode) -> McpServerSection {
 /// The FastMCP fixture, steered by `state` (see the fixture's docstring).
 pub fn fixture_server(name: &str, mode: McpMode, state: &std::path::Path) -> McpServerSection {
     let mut env = std::collections::BTreeMap::new();
-    env.insert(
-        "FIXTURE_STATE".to_string(),
-        state.to_string_lossy().into_owned(),
-    );
+    env.insert("FIXTURE_STATE".to_string(), state.to_string_lossy().into_owned());
     // A non-empty env replaces the child's environment; the interpreter still needs these.
     for key in ["PATH", "HOME", "PYENV_ROOT", "PYENV_VERSION"] {
         if let Ok(value) = std::env::var(key) {
@@ -84,12 +69,7 @@ pub fn fixture_server(name: &str, mode: McpMode, state: &std::path::Path) -> Mcp
 }
 
 pub fn section(servers: Vec<McpServerSection>) -> McpSection {
-    McpSection {
-        enabled: true,
-        timeout_seconds: 20.0,
-        servers,
-        ..Default::default()
-    }
+    McpSection { enabled: true, timeout_seconds: 20.0, servers, ..Default::default() }
 }
 
 pub fn tool(hub: &McpHub, name: &str) -> Arc<dyn DynTool> {
@@ -104,17 +84,11 @@ pub fn names(hub: &McpHub) -> Vec<String> {
 }
 
 pub async fn call(tool: &Arc<dyn DynTool>, args: Value) -> Value {
-    tool.call_json(args, &ToolContext::default())
-        .await
-        .expect("tool result")
+    tool.call_json(args, &ToolContext::default()).await.expect("tool result")
 }
 
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// server-everything over streamable HTTP on `port`; killed when dropped.
@@ -135,20 +109,11 @@ impl HttpEverything {
             .spawn()
             .expect("spawn node");
         let deadline = Instant::now() + Duration::from_secs(30);
-        while tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_err()
-        {
-            assert!(
-                Instant::now() < deadline,
-                "server-everything did not listen on {port}"
-            );
+        while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+            assert!(Instant::now() < deadline, "server-everything did not listen on {port}");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        Self {
-            _child: child,
-            url: format!("http://127.0.0.1:{port}/mcp"),
-        }
+        Self { _child: child, url: format!("http://127.0.0.1:{port}/mcp") }
     }
 }
 
@@ -158,9 +123,7 @@ pub fn http_server(name: &str, mode: McpMode, url: &str) -> McpServerSection {
         mode,
         transport: McpTransport::Http,
         url: Some(url.into()),
-        headers: [("X-Minibot-Test".to_string(), "1".to_string())]
-            .into_iter()
-            .collect(),
+        headers: [("X-Minibot-Test".to_string(), "1".to_string())].into_iter().collect(),
         ..Default::default()
     }
 }

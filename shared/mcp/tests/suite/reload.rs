@@ -27,31 +27,13 @@ async fn reload_adds_tools_and_keeps_failing_servers() {
     let servers = report["servers"].as_array().unwrap();
     assert_eq!(servers[0]["server"], "grow");
     assert_eq!(servers[0]["ok"], true);
-    assert!(
-        servers[0]["tools"]
-            .as_array()
-            .unwrap()
-            .contains(&json!("mcp_grow__extra"))
-    );
+    assert!(servers[0]["tools"].as_array().unwrap().contains(&json!("mcp_grow__extra")));
     assert_eq!(servers[1]["server"], "brk");
     assert_eq!(servers[1]["ok"], false);
-    assert!(
-        servers[1]["error"].as_str().unwrap().contains("brk"),
-        "{report}"
-    );
-    assert_eq!(
-        servers[1]["tools"].as_array().unwrap().len(),
-        4,
-        "failed server keeps its tools: {report}"
-    );
+    assert!(servers[1]["error"].as_str().unwrap().contains("brk"), "{report}");
+    assert_eq!(servers[1]["tools"].as_array().unwrap().len(), 4, "failed server keeps its tools: {report}");
     // The child's last stderr lines explain why it failed.
-    assert!(
-        servers[1]["error"]
-            .as_str()
-            .unwrap()
-            .contains("told to fail"),
-        "{report}"
-    );
+    assert!(servers[1]["error"].as_str().unwrap().contains("told to fail"), "{report}");
 
     let out = call(&tool(&hub, "mcp_grow__extra"), json!({})).await;
     assert_eq!(out["result"], "extra", "{out}");
@@ -80,9 +62,6 @@ async fn bridge_server_down_at_startup_appears_after_reload() {
     let _peer = HttpEverything::spawn(port).await;
     let report = hub.reload().await;
     assert!(report.servers[0].ok, "{report:?}");
-    assert!(
-        report.added.contains(&"mcp_web__echo".to_string()),
-        "{report:?}"
-    );
+    assert!(report.added.contains(&"mcp_web__echo".to_string()), "{report:?}");
     hub.shutdown().await;
 }

@@ -18,10 +18,7 @@ async fn handle_connects_lists_calls_and_closes() {
     assert!(server.instructions().is_some());
 
     let tools = server.list_tools().await.unwrap();
-    assert_eq!(
-        tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
-        vec!["echo"]
-    );
+    assert_eq!(tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), vec!["echo"]);
     let mut args = Map::new();
     args.insert("message".into(), Value::String("direct".into()));
     let out = server.call_tool("echo", args).await.unwrap();

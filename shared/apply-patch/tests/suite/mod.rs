@@ -1,0 +1,2 @@
+mod cases;
+mod props;

@@ -1,0 +1,117 @@
+use crate::files::{ManagedRoot, PathError};
+use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
+use minibot_apply_patch::{Options, PatchError, commit_changes, parse_patch, plan_changes};
+use minibot_config::Config;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+pub struct ApplyPatch {
+    workspace: ManagedRoot,
+    options: Options,
+    max_patch_bytes: u64,
+}
+
+impl ApplyPatch {
+    pub fn new(config: &Config) -> std::io::Result<Self> {
+        let section = &config.tools.apply_patch;
+        let root = config.resolve_path(&section.workspace_root);
+        let confined = section.restrict_to_workspace && !section.allow_outside_workspace;
+        Ok(Self {
+            workspace: ManagedRoot::create(&root, !confined)?,
+            options: Options { preserve_trailing_newline: section.preserve_trailing_newline },
+            max_patch_bytes: section.max_patch_bytes.bytes(),
+        })
+    }
+
+    fn resolve(&self, written: &str) -> Result<PathBuf, PatchError> {
+        // Absolute paths that point into the workspace are fine even when confined.
+        let relative = match Path::new(written).strip_prefix(self.workspace.path()) {
+            Ok(rest) => rest.to_string_lossy().into_owned(),
+            Err(_) => written.to_string(),
+        };
+        self.workspace.resolve_required(&relative).map(|p| p.absolute).map_err(|err| PatchError::Path {
+            path: written.to_string(),
+            message: match err {
+                PathError::Absolute | PathError::Escapes | PathError::DanglingLink => {
+                    "path escapes workspace root".into()
+                }
+                other => other.to_string(),
+            },
+        })
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    patch_text: String,
+}
+
+const FORMAT_HINT: &str = "The patch must start with `*** Begin Patch`, end with `*** End Patch`, and contain \
+    `*** Add File: <path>` (every line starting with +), `*** Delete File: <path>` or `*** Update File: <path>` \
+    sections; update lines start with ' ' (context), '-' (remove) or '+' (add).";
+const CONTEXT_HINT: &str = "The file does not contain those lines as written. Read the current file (read_file or \
+    code_read) and write the patch again against its exact contents; include 3 lines of context around each change \
+    and an `@@ <line>` anchor when the same lines occur more than once.";
+
+impl Tool for ApplyPatch {
+    type Args = Args;
+
+    fn name(&self) -> &str {
+        "apply_patch"
+    }
+
+    fn description(&self) -> String {
+        format!(
+            "Edit files with a patch. Format:\n*** Begin Patch\n*** Add File: path/new.txt\n+line\n*** Update File: \
+             path/old.py\n*** Move to: path/renamed.py   (optional)\n@@ def anchor():\n context\n-removed\n+added\n\
+             *** Delete File: path/gone.txt\n*** End Patch\nPaths are relative to the workspace {}. Every change is \
+             checked before any file is written.",
+            self.workspace.path().display()
+        )
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": { "patch_text": { "type": "string", "description": "The whole patch, Begin to End." } },
+            "required": ["patch_text"],
+            "additionalProperties": false
+        })
+    }
+
+    async fn call(&self, args: Args, _ctx: &ToolContext) -> ToolResult {
+        if args.patch_text.len() as u64 > self.max_patch_bytes {
+            return Err(ToolError::respond(
+                "patch_too_large",
+                format!("patch is {} bytes; the limit is {}; split it", args.patch_text.len(), self.max_patch_bytes),
+            ));
+        }
+        let outcome = parse_patch(&args.patch_text)
+            .and_then(|hunks| plan_changes(&hunks, &|p| self.resolve(p), self.options))
+            .and_then(|(changes, summary)| commit_changes(&changes).map(|()| summary));
+        match outcome {
+            Ok(summary) => Ok(json!({
+                "ok": true,
+                "summary": summary.text(),
+                "updated_files": summary.files(),
+                "workspace_root": self.workspace.path().display().to_string(),
+            })),
+            Err(err) => {
+                let hint = if err.is_format_error() {
+                    Some(FORMAT_HINT)
+                } else if err.is_context_error() {
+                    Some(CONTEXT_HINT)
+                } else {
+                    None
+                };
+                let message = match hint {
+                    Some(hint) => format!("apply_patch verification failed: {err}\n{hint}"),
+                    None => format!("apply_patch verification failed: {err}"),
+                };
+                Err(ToolError::respond("apply_patch_failed", message))
+            }
+        }
+    }
+}

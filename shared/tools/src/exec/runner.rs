@@ -1,0 +1,249 @@
+//! The process runner shared by `bash`, `python_execute` and `python_environment_info`.
+//!
+//! Every child starts in a new process group, with an environment built from an allowlist, stdin either a
+//! given text or `/dev/null`, and stdout/stderr read incrementally into capped buffers (the rest is drained
+//! and dropped so a chatty child never blocks on a full pipe). When the time runs out, or as soon as the
+//! command itself returns, the whole group gets SIGKILL: background jobs (`sleep 100 &`) would otherwise
+//! outlive the call and keep the pipes open.
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::Command;
+
+/// How long pipes may stay open after the group was killed. A process that left the group with `setsid` can
+/// hold them forever; past this the call returns without its remaining output.
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+/// Limits applied with `setrlimit` in the child before `exec`. `None` leaves a limit as inherited.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rlimits {
+    pub cpu_seconds: Option<u64>,
+    pub memory_bytes: Option<u64>,
+    pub fsize_bytes: Option<u64>,
+    pub nproc: Option<u64>,
+    pub nofile: Option<u64>,
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    pub program: String,
+    pub args: Vec<String>,
+    pub cwd: PathBuf,
+    /// The complete environment; nothing else is inherited.
+    pub env: Vec<(String, String)>,
+    pub stdin: Option<Vec<u8>>,
+    pub timeout: Duration,
+    /// Cap on stdout and stderr together.
+    pub max_output_bytes: usize,
+    pub rlimits: Option<Rlimits>,
+}
+
+/// What happened.
+#[derive(Debug, Clone)]
+pub struct RunOutput {
+    /// `None` when the process was killed by a signal.
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub timed_out: bool,
+    pub truncated: bool,
+    pub duration: Duration,
+}
+
+impl RunOutput {
+    pub fn success(&self) -> bool {
+        self.exit_code == Some(0) && !self.timed_out
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("cannot start `{program}`: {source}")]
+    Spawn { program: String, source: std::io::Error },
+    #[error("lost track of the child process: {0}")]
+    Wait(std::io::Error),
+}
+
+/// Builds the child environment: the allowlisted variables of this process (or all of them), then `extra`.
+pub fn build_env(pass_parent_env: bool, allowlist: &[String], extra: &[(String, String)]) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = if pass_parent_env {
+        std::env::vars().collect()
+    } else {
+        allowlist.iter().filter_map(|name| std::env::var(name).ok().map(|value| (name.clone(), value))).collect()
+    };
+    for (key, value) in extra {
+        env.retain(|(k, _)| k != key);
+        env.push((key.clone(), value.clone()));
+    }
+    env
+}
+
+pub async fn run(spec: RunSpec) -> Result<RunOutput, RunError> {
+    let started = Instant::now();
+    let mut command = Command::new(&spec.program);
+    command
+        .args(&spec.args)
+        .current_dir(&spec.cwd)
+        .env_clear()
+        .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(if spec.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    if let Some(limits) = &spec.rlimits {
+        apply_rlimits(&mut command, limits.clone());
+    }
+    let mut child = command.spawn().map_err(|source| RunError::Spawn { program: spec.program.clone(), source })?;
+    let pgid = child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw);
+    // If the caller stops waiting (the turn timed out and this future is dropped), kill_on_drop would reach
+    // only the direct child; the guard takes the rest of the group with it.
+    let _guard = GroupGuard(pgid);
+
+    if let (Some(input), Some(mut stdin)) = (spec.stdin, child.stdin.take()) {
+        // Written from a task: a child that never reads stdin must not block the call.
+        tokio::spawn(async move {
+            let _ = stdin.write_all(&input).await;
+        });
+    }
+    let cap = spec.max_output_bytes;
+    let stdout = child.stdout.take().map(|pipe| tokio::spawn(read_capped(pipe, cap)));
+    let stderr = child.stderr.take().map(|pipe| tokio::spawn(read_capped(pipe, cap)));
+
+    let (status, timed_out) = match tokio::time::timeout(spec.timeout, child.wait()).await {
+        Ok(status) => (Some(status.map_err(RunError::Wait)?), false),
+        Err(_) => (None, true),
+    };
+    if let Some(pgid) = pgid {
+        // ESRCH (group already empty) is the normal case for a command that left nothing behind.
+        let _ = killpg(pgid, Signal::SIGKILL);
+    }
+    let status: ExitStatus = match status {
+        Some(status) => status,
+        None => child.wait().await.map_err(RunError::Wait)?,
+    };
+    let (stdout, stdout_over) = collect(stdout).await;
+    let (stderr, stderr_over) = collect(stderr).await;
+    let (stdout, stderr, cut) = fit(stdout, stderr, cap);
+
+    use std::os::unix::process::ExitStatusExt;
+    Ok(RunOutput {
+        exit_code: status.code(),
+        signal: status.signal(),
+        stdout,
+        stderr,
+        timed_out,
+        truncated: stdout_over || stderr_over || cut,
+        duration: started.elapsed(),
+    })
+}
+
+struct GroupGuard(Option<Pid>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0 {
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
+    }
+}
+
+async fn collect(task: Option<tokio::task::JoinHandle<(Vec<u8>, bool)>>) -> (Vec<u8>, bool) {
+    let Some(task) = task else {
+        return (Vec::new(), false);
+    };
+    match tokio::time::timeout(DRAIN_GRACE, task).await {
+        Ok(Ok(out)) => out,
+        // A reader still blocked after the grace period belongs to an escaped process; its output is lost.
+        _ => (Vec::new(), true),
+    }
+}
+
+/// Keeps the first `cap` bytes, drains the rest; the flag says whether anything was dropped.
+async fn read_capped(mut pipe: impl AsyncRead + Unpin, cap: usize) -> (Vec<u8>, bool) {
+    let mut kept = Vec::new();
+    let mut over = false;
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        match pipe.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let room = cap.saturating_sub(kept.len());
+                if n > room {
+                    over = true;
+                }
+                kept.extend_from_slice(&buf[..n.min(room)]);
+            }
+        }
+    }
+    (kept, over)
+}
+
+/// Applies the combined cap, cutting stdout before stderr (errors explain failures), and decodes both.
+fn fit(stdout: Vec<u8>, stderr: Vec<u8>, cap: usize) -> (String, String, bool) {
+    let stderr_keep = stderr.len().min(cap);
+    let stdout_keep = stdout.len().min(cap - stderr_keep);
+    let cut = stdout_keep < stdout.len() || stderr_keep < stderr.len();
+    (decode(&stdout[..stdout_keep]), decode(&stderr[..stderr_keep]), cut)
+}
+
+/// Lossy UTF-8, without a replacement character for a multi-byte sequence the cap split at the very end.
+fn decode(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text.to_string(),
+        Err(err) if err.error_len().is_none() => String::from_utf8_lossy(&bytes[..err.valid_up_to()]).into_owned(),
+        Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+    }
+}
+
+#[allow(unsafe_code)]
+fn apply_rlimits(command: &mut Command, limits: Rlimits) {
+    // SAFETY: the closure runs in the forked child before exec, where only async-signal-safe calls are allowed.
+    // It only calls setrlimit(2), which is async-signal-safe, on values captured before the fork; it does not
+    // allocate, lock or touch the parent's state.
+    unsafe {
+        command.pre_exec(move || set_limits(&limits));
+    }
+}
+
+fn set_limits(limits: &Rlimits) -> std::io::Result<()> {
+    use nix::sys::resource::{Resource, setrlimit};
+    setrlimit(Resource::RLIMIT_CORE, 0, 0)?;
+    let pairs = [
+        (Resource::RLIMIT_CPU, limits.cpu_seconds),
+        (Resource::RLIMIT_AS, limits.memory_bytes),
+        (Resource::RLIMIT_FSIZE, limits.fsize_bytes),
+        (Resource::RLIMIT_NPROC, limits.nproc),
+        (Resource::RLIMIT_NOFILE, limits.nofile),
+    ];
+    for (resource, value) in pairs {
+        if let Some(value) = value {
+            setrlimit(resource, value, value)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cap_cuts_stdout_before_stderr() {
+        assert_eq!(fit(b"aaaa".to_vec(), b"ee".to_vec(), 10), ("aaaa".into(), "ee".into(), false));
+        assert_eq!(fit(b"aaaa".to_vec(), b"ee".to_vec(), 4), ("aa".into(), "ee".into(), true));
+        assert_eq!(fit(b"aaaa".to_vec(), b"eeeeee".to_vec(), 4), ("".into(), "eeee".into(), true));
+    }
+
+    #[test]
+    fn a_character_split_by_the_cap_is_dropped_not_garbled() {
+        assert_eq!(decode("aé".as_bytes().get(..2).unwrap_or_default()), "a");
+        assert_eq!(decode(b"a\xffb"), "a\u{FFFD}b");
+    }
+}

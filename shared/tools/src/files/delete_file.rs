@@ -1,0 +1,127 @@
+use super::{ManagedRoot, io_error, result};
+use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::path::Path;
+use std::sync::Arc;
+
+pub struct DeleteFile {
+    root: Arc<ManagedRoot>,
+}
+
+impl DeleteFile {
+    pub fn new(root: Arc<ManagedRoot>) -> Self {
+        Self { root }
+    }
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Target {
+    Any,
+    File,
+    Folder,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    path: String,
+    #[serde(default)]
+    target: Option<Target>,
+    #[serde(default)]
+    recursive: Option<bool>,
+}
+
+impl Tool for DeleteFile {
+    type Args = Args;
+
+    fn name(&self) -> &str {
+        "delete_file"
+    }
+
+    fn description(&self) -> String {
+        "Delete a managed file or folder permanently. A non-empty folder needs recursive=true.".into()
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": { "type": "string" },
+                "target": { "type": ["string", "null"], "enum": ["any", "file", "folder", null],
+                            "description": "What the path must be (default any)." },
+                "recursive": { "type": ["boolean", "null"], "description": "Delete a non-empty folder (default false)." }
+            },
+            "required": ["path"],
+            "additionalProperties": false
+        })
+    }
+
+    async fn call(&self, args: Args, _ctx: &ToolContext) -> ToolResult {
+        let path = self.root.resolve_entry(&args.path)?;
+        let target = args.target.unwrap_or(Target::Any);
+        let recursive = args.recursive.unwrap_or(false);
+        if path.absolute == self.root.path() {
+            return Err(ToolError::respond("invalid_path", "the managed root itself cannot be deleted"));
+        }
+        let target_name = match target {
+            Target::Any => "any",
+            Target::File => "file",
+            Target::Folder => "folder",
+        };
+        let mut out = result("delete", &path);
+        out.insert("target".into(), json!(target_name));
+        out.insert("recursive".into(), json!(recursive));
+        let Ok(meta) = path.absolute.symlink_metadata() else {
+            out.insert("ok".into(), json!(true));
+            out.insert("deleted".into(), json!(false));
+            out.insert("deleted_count".into(), json!(0));
+            out.insert("target_type".into(), Value::Null);
+            out.insert("message".into(), json!(format!("{} does not exist; nothing deleted", path.display())));
+            return Ok(Value::Object(out));
+        };
+        let is_dir = meta.is_dir();
+        let target_type = if is_dir { "folder" } else { "file" };
+        if (target == Target::File && is_dir) || (target == Target::Folder && !is_dir) {
+            return Err(ToolError::respond(
+                "target_mismatch",
+                format!("{} is a {target_type}, not a {target_name}", path.display()),
+            ));
+        }
+        let deleted_count = if is_dir {
+            let count = count_entries(&path.absolute);
+            if count > 0 && !recursive {
+                return Err(ToolError::respond(
+                    "folder_not_empty",
+                    format!("{} is not empty ({count} entries); pass recursive=true to delete it", path.display()),
+                ));
+            }
+            std::fs::remove_dir_all(&path.absolute).map_err(|e| io_error("delete", &path, &e))?;
+            count + 1
+        } else {
+            std::fs::remove_file(&path.absolute).map_err(|e| io_error("delete", &path, &e))?;
+            1
+        };
+        out.insert("ok".into(), json!(true));
+        out.insert("deleted".into(), json!(true));
+        out.insert("deleted_count".into(), json!(deleted_count));
+        out.insert("target_type".into(), json!(target_type));
+        out.insert("message".into(), json!(format!("deleted {target_type} {}", path.display())));
+        Ok(Value::Object(out))
+    }
+}
+
+/// Entries below a folder, not following links.
+fn count_entries(dir: &Path) -> u64 {
+    let Ok(reader) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    reader
+        .flatten()
+        .map(|entry| match entry.file_type() {
+            Ok(kind) if kind.is_dir() => 1 + count_entries(&entry.path()),
+            _ => 1,
+        })
+        .sum()
+}

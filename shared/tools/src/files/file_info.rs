@@ -1,0 +1,61 @@
+use super::{ManagedRoot, io_error, mime_for, not_found, result, timestamp};
+use minibot_agent::{Tool, ToolContext, ToolResult};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+pub struct FileInfo {
+    root: Arc<ManagedRoot>,
+}
+
+impl FileInfo {
+    pub fn new(root: Arc<ManagedRoot>) -> Self {
+        Self { root }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    path: String,
+}
+
+impl Tool for FileInfo {
+    type Args = Args;
+
+    fn name(&self) -> &str {
+        "file_info"
+    }
+
+    fn description(&self) -> String {
+        "Return size, MIME type and modification time of a managed file or folder.".into()
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": { "path": { "type": "string", "description": "Path relative to the managed root." } },
+            "required": ["path"],
+            "additionalProperties": false
+        })
+    }
+
+    async fn call(&self, args: Args, _ctx: &ToolContext) -> ToolResult {
+        let path = self.root.resolve_required(&args.path)?;
+        if !path.absolute.exists() {
+            return Err(not_found(&path));
+        }
+        let meta = std::fs::metadata(&path.absolute).map_err(|e| io_error("inspect", &path, &e))?;
+        let mime = if meta.is_dir() { "inode/directory".to_string() } else { mime_for(&path.absolute) };
+        let mut out = result("info", &path);
+        out.insert("ok".into(), json!(true));
+        out.insert("name".into(), json!(path.absolute.file_name().map(|n| n.to_string_lossy().into_owned())));
+        out.insert("extension".into(), json!(path.absolute.extension().map(|e| format!(".{}", e.to_string_lossy()))));
+        out.insert("is_dir".into(), json!(meta.is_dir()));
+        out.insert("is_image".into(), json!(mime.starts_with("image/")));
+        out.insert("mime".into(), json!(mime));
+        out.insert("size_bytes".into(), json!(meta.len()));
+        out.insert("modified_at".into(), json!(timestamp(meta.modified())));
+        Ok(Value::Object(out))
+    }
+}

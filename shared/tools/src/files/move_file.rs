@@ -1,0 +1,91 @@
+use super::{ManagedRoot, io_error, not_found};
+use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+pub struct MoveFile {
+    root: Arc<ManagedRoot>,
+}
+
+impl MoveFile {
+    pub fn new(root: Arc<ManagedRoot>) -> Self {
+        Self { root }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    source_path: String,
+    destination_path: String,
+    #[serde(default)]
+    overwrite: Option<bool>,
+}
+
+impl Tool for MoveFile {
+    type Args = Args;
+
+    fn name(&self) -> &str {
+        "move_file"
+    }
+
+    fn description(&self) -> String {
+        "Move or rename a managed file or folder. Set overwrite=true to replace an existing destination file.".into()
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "source_path": { "type": "string" },
+                "destination_path": { "type": "string" },
+                "overwrite": { "type": ["boolean", "null"], "description": "Replace an existing destination (default false)." }
+            },
+            "required": ["source_path", "destination_path"],
+            "additionalProperties": false
+        })
+    }
+
+    async fn call(&self, args: Args, _ctx: &ToolContext) -> ToolResult {
+        let source = self.root.resolve_entry(&args.source_path)?;
+        let destination = self.root.resolve_entry(&args.destination_path)?;
+        let overwrite = args.overwrite.unwrap_or(false);
+        if source.absolute.symlink_metadata().is_err() {
+            return Err(not_found(&source));
+        }
+        if source.absolute == self.root.path() {
+            return Err(ToolError::respond("invalid_path", "the managed root itself cannot be moved"));
+        }
+        if destination.absolute.starts_with(&source.absolute) {
+            return Err(ToolError::respond("invalid_path", "cannot move a folder into itself"));
+        }
+        if destination.absolute.symlink_metadata().is_ok() {
+            if !overwrite {
+                return Err(ToolError::respond(
+                    "file_exists",
+                    format!("{} already exists; pass overwrite=true to replace it", destination.display()),
+                ));
+            }
+            if destination.absolute.is_dir() {
+                return Err(ToolError::respond(
+                    "not_a_file",
+                    format!("{} is a folder and cannot be overwritten", destination.display()),
+                ));
+            }
+        }
+        if let Some(parent) = destination.absolute.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| io_error("create the folder for", &destination, &e))?;
+        }
+        std::fs::rename(&source.absolute, &destination.absolute).map_err(|e| io_error("move", &source, &e))?;
+        let mut out = Map::new();
+        out.insert("action".into(), json!("move"));
+        out.insert("ok".into(), json!(true));
+        out.insert("source_path".into(), json!(source.display()));
+        out.insert("destination_path".into(), json!(destination.display()));
+        out.insert("overwrite".into(), json!(overwrite));
+        source.describe_into(&mut out, "source_");
+        destination.describe_into(&mut out, "destination_");
+        Ok(Value::Object(out))
+    }
+}

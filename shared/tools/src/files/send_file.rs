@@ -1,0 +1,77 @@
+//! `send_file` cannot reach a channel from inside the tool crate, so it returns a directive instead of
+//! sending: `{"directive": {"type": "send_file", "path": <absolute>, "caption": <text|null>}}`. The
+//! conversation layer that owns the channel performs the delivery when it sees the directive in a result;
+//! a caller that ignores directives (a codemode script, a worker) simply sends nothing.
+
+use super::{ManagedRoot, mime_for, not_found, result};
+use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// Telegram's caption limit; longer captions are refused rather than cut silently.
+const MAX_CAPTION_CHARS: usize = 1024;
+
+pub struct SendFile {
+    root: Arc<ManagedRoot>,
+}
+
+impl SendFile {
+    pub fn new(root: Arc<ManagedRoot>) -> Self {
+        Self { root }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    path: String,
+    #[serde(default)]
+    caption: Option<String>,
+}
+
+impl Tool for SendFile {
+    type Args = Args;
+
+    fn name(&self) -> &str {
+        "send_file"
+    }
+
+    fn description(&self) -> String {
+        "Deliver a managed file to the current conversation, with an optional caption.".into()
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": { "type": "string", "description": "Path relative to the managed root." },
+                "caption": { "type": ["string", "null"] }
+            },
+            "required": ["path"],
+            "additionalProperties": false
+        })
+    }
+
+    async fn call(&self, args: Args, ctx: &ToolContext) -> ToolResult {
+        let path = self.root.resolve_required(&args.path)?;
+        if !path.absolute.exists() {
+            return Err(not_found(&path));
+        }
+        if !path.absolute.is_file() {
+            return Err(ToolError::respond("not_a_file", format!("{} is not a file", path.display())));
+        }
+        if args.caption.as_ref().is_some_and(|c| c.chars().count() > MAX_CAPTION_CHARS) {
+            return Err(ToolError::invalid_arguments(format!("caption is longer than {MAX_CAPTION_CHARS} characters")));
+        }
+        let absolute = path.absolute.display().to_string();
+        let mut out = result("send", &path);
+        out.insert("ok".into(), json!(true));
+        out.insert("channel".into(), json!(ctx.channel));
+        out.insert("chat_id".into(), json!(ctx.chat_id));
+        out.insert("mime".into(), json!(mime_for(&path.absolute)));
+        out.insert("sent".into(), json!(true));
+        out.insert("directive".into(), json!({ "type": "send_file", "path": absolute, "caption": args.caption }));
+        Ok(Value::Object(out))
+    }
+}

@@ -1,0 +1,85 @@
+use super::Env;
+use minibot_agent::{Tool, ToolContext, ToolRegistry, ToolResult, dyn_tool, wrap_with_spill};
+use minibot_config::ToolOutputSpillSection;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+struct Chatty;
+
+#[derive(Deserialize)]
+struct NoArgs {}
+
+impl Tool for Chatty {
+    type Args = NoArgs;
+    fn name(&self) -> &str {
+        "chatty"
+    }
+    fn description(&self) -> String {
+        "talks a lot".into()
+    }
+    fn parameters(&self) -> Value {
+        json!({ "type": "object", "properties": {} })
+    }
+    async fn call(&self, _args: NoArgs, _ctx: &ToolContext) -> ToolResult {
+        Ok(json!({ "ok": true, "text": "é".repeat(2_000), "directive": { "type": "send_file", "path": "/x" } }))
+    }
+}
+
+#[tokio::test]
+async fn long_results_are_spilled_with_a_pointer_and_directives_survive() {
+    let env = Env::new("");
+    let mut registry = ToolRegistry::new();
+    registry.register(dyn_tool(Chatty));
+    for name in ["read_file", "code_read", "grep"] {
+        registry.register(std::sync::Arc::clone(env.tools.get(name).unwrap()));
+    }
+    let config = ToolOutputSpillSection::default();
+    let wrapped = wrap_with_spill(&registry, &config, Some(&env.root()));
+    // 2 000 × "é" is 2 000 characters but 12 000 once JSON-escaped: over the 8 000 threshold.
+    let out = wrapped.get("chatty").unwrap().call_json(json!({}), &ToolContext::default()).await.unwrap();
+    assert_eq!(out["output_storage"], "managed_file");
+    assert_eq!(out["tool"], "chatty");
+    assert_eq!(out["ok"], true);
+    assert_eq!(out["directive"]["type"], "send_file");
+    assert_eq!(out["output_preview"].as_str().unwrap().chars().count(), 800);
+    assert!(out["output_notice"].as_str().unwrap().contains("code_read"));
+    let rel = out["output_file_path"].as_str().unwrap();
+    assert!(rel.starts_with("tool_output/tmp/tool-chatty-") && rel.ends_with(".json"), "{rel}");
+    let text = std::fs::read_to_string(env.root().join(rel)).unwrap();
+    let saved: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(saved["text"].as_str().unwrap().chars().count(), 2_000);
+    // Saved pretty-printed, one field per line, so code_read and grep can work through it.
+    assert!(text.lines().count() > 3);
+    let window = wrapped
+        .get("grep")
+        .unwrap()
+        .call_json(json!({ "pattern": "\"type\"", "path": rel }), &ToolContext::default())
+        .await
+        .unwrap();
+    assert_eq!(window["count"], 1, "{window}");
+}
+
+#[tokio::test]
+async fn spill_needs_a_readback_tool_and_skips_excluded_tools() {
+    let env = Env::new("");
+    let mut lonely = ToolRegistry::new();
+    lonely.register(dyn_tool(Chatty));
+    let config = ToolOutputSpillSection::default();
+    let unwrapped = wrap_with_spill(&lonely, &config, Some(&env.root()));
+    let out = unwrapped.get("chatty").unwrap().call_json(json!({}), &ToolContext::default()).await.unwrap();
+    assert!(out.get("output_storage").is_none(), "no read-back tool: nothing to point at");
+
+    lonely.register(std::sync::Arc::clone(env.tools.get("grep").unwrap()));
+    let excluded = ToolOutputSpillSection { exclude_tools: vec!["chatty".into()], ..config };
+    let wrapped = wrap_with_spill(&lonely, &excluded, Some(&env.root()));
+    let out = wrapped.get("chatty").unwrap().call_json(json!({}), &ToolContext::default()).await.unwrap();
+    assert!(out.get("output_storage").is_none());
+}
+
+#[tokio::test]
+async fn main_agent_tools_are_wrapped() {
+    let env = Env::new("[tools.tool_output_spill]\nenabled = true\n");
+    env.write("big.txt", &"x".repeat(20_000));
+    let out = env.ok("read_file", json!({ "path": "big.txt" })).await;
+    assert_eq!(out["output_storage"], "managed_file", "{out}");
+}
