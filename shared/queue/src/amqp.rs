@@ -57,7 +57,10 @@ const BACKOFF_MAX: Duration = Duration::from_secs(5);
 const LINK_WAIT: Duration = Duration::from_secs(60);
 /// How long a publish keeps retrying across reconnects before the caller hears it failed.
 const PUBLISH_WINDOW: Duration = Duration::from_secs(60);
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Connecting and declaring everything; a broker still booting can accept a connection and then stall.
+const OPEN_TIMEOUT: Duration = Duration::from_secs(20);
+/// A confirm slower than this is taken as a dead connection.
+const CONFIRM_TIMEOUT: Duration = Duration::from_secs(30);
 /// Publishes sent before waiting for their confirms.
 const PIPELINE: usize = 512;
 /// Broker-side backstop against a task that kills every worker before our own count is read.
@@ -367,16 +370,18 @@ impl AmqpQueue {
 
 /// Opens a connection, declares the topology, enables confirms and starts consuming control messages.
 async fn open_link(shared: &Shared, generation: u64) -> Result<(Arc<Link>, Consumer)> {
+    tokio::time::timeout(OPEN_TIMEOUT, open_link_untimed(shared, generation))
+        .await
+        .map_err(|_| broker("timed out connecting to the broker"))?
+}
+
+async fn open_link_untimed(shared: &Shared, generation: u64) -> Result<(Arc<Link>, Consumer)> {
     let names = &shared.names;
     let properties = ConnectionProperties::default()
         .with_connection_name(format!("minibot {}", shared.worker_id).into());
-    let connection = tokio::time::timeout(
-        CONNECT_TIMEOUT,
-        Connection::connect(&shared.settings.broker_url, properties),
-    )
-    .await
-    .map_err(|_| broker("timed out connecting to the broker"))?
-    .map_err(broker)?;
+    let connection = Connection::connect(&shared.settings.broker_url, properties)
+        .await
+        .map_err(broker)?;
     let channel = connection.create_channel().await.map_err(broker)?;
     let durable = ExchangeDeclareOptions {
         durable: true,
@@ -627,8 +632,15 @@ impl Shared {
                     }
                 }
             }
+            let deadline = tokio::time::Instant::now() + CONFIRM_TIMEOUT;
             for (index, confirm) in confirms {
-                match confirm.await {
+                let Ok(confirmation) = tokio::time::timeout_at(deadline, confirm).await else {
+                    connection_lost = true;
+                    reason = "no publisher confirm in time".into();
+                    unconfirmed.push(index);
+                    continue;
+                };
+                match confirmation {
                     Ok(Confirmation::Ack(None)) => {}
                     Ok(Confirmation::Ack(Some(returned))) => {
                         // Routable targets we declared ourselves; a return means someone deleted them.
