@@ -753,11 +753,11 @@ impl Shared {
     /// Reports a delivery the worker will not run, then acknowledges it. On failure the broker redelivers it
     /// and the decision is taken again.
     async fn finish_unrun(&self, link: &Link, acker: &Acker, event: WorkerEvent) -> Result<()> {
-        if self.publish_event_on(link, &event).await? {
-            if let Err(error) = acker.ack(BasicAckOptions::default()).await {
-                tracing::warn!(error = %error, "ack failed; the task will be redelivered");
-                self.report_broken(link.generation);
-            }
+        if self.publish_event_on(link, &event).await?
+            && let Err(error) = acker.ack(BasicAckOptions::default()).await
+        {
+            tracing::warn!(error = %error, "ack failed; the task will be redelivered");
+            self.report_broken(link.generation);
         }
         Ok(())
     }
