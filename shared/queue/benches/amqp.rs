@@ -92,7 +92,10 @@ async fn raw_loop() -> f64 {
     let queue = format!("bench-raw-{}", uuid::Uuid::new_v4().simple());
     let publisher = connection.create_channel().await.unwrap();
     let mut args = FieldTable::default();
-    args.insert("x-queue-type".into(), AMQPValue::LongString("quorum".into()));
+    args.insert(
+        "x-queue-type".into(),
+        AMQPValue::LongString("quorum".into()),
+    );
     publisher
         .queue_declare(queue.as_str().into(), QueueDeclareOptions::durable(), args)
         .await
@@ -226,7 +229,9 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 #[tokio::main]
 async fn main() {
     let raw = raw_loop().await;
-    println!("raw lapin publish→consume (quorum queue, persistent, confirms/512, prefetch 64): {raw:.0} msg/s");
+    println!(
+        "raw lapin publish→consume (quorum queue, persistent, confirms/512, prefetch 64): {raw:.0} msg/s"
+    );
     let queue = queue_throughput().await;
     println!(
         "AmqpQueue no-op tasks, {WORKERS} workers, {TASKS} tasks (publish, claim, terminal event, settle, event ack): \

@@ -221,6 +221,14 @@ struct PublishFailure {
     reason: String,
 }
 
+#[derive(Clone)]
+enum LinkState {
+    Up(Arc<Link>),
+    Reconnecting,
+    /// [`AmqpQueue::close`] was called: waiting is pointless.
+    Closed,
+}
+
 struct Held {
     generation: u64,
     acker: Acker,
@@ -230,8 +238,7 @@ struct Shared {
     settings: AmqpSettings,
     names: Names,
     worker_id: String,
-    /// The current connection; `None` while reconnecting.
-    link: watch::Sender<Option<Arc<Link>>>,
+    link: watch::Sender<LinkState>,
     /// Highest connection generation reported broken by an operation.
     broken: watch::Sender<u64>,
     controls: std::sync::Mutex<ControlBuffer>,
@@ -271,7 +278,7 @@ impl AmqpQueue {
     /// unreachable; later outages are ridden out.
     pub async fn connect(config: &AmqpSettings, worker_id: &str) -> Result<AmqpQueue> {
         let names = Names::new(config)?;
-        let (link_tx, _) = watch::channel(None);
+        let (link_tx, _) = watch::channel(LinkState::Reconnecting);
         let (broken_tx, _) = watch::channel(0);
         let shared = Arc::new(Shared {
             settings: config.clone(),
@@ -287,7 +294,7 @@ impl AmqpQueue {
             settled: std::sync::Mutex::default(),
         });
         let (link, controls) = open_link(&shared, 1).await?;
-        shared.link.send_replace(Some(link.clone()));
+        shared.link.send_replace(LinkState::Up(link.clone()));
         let supervisor = tokio::spawn(supervise(shared.clone(), link, controls));
         Ok(AmqpQueue { shared, supervisor })
     }
@@ -309,8 +316,8 @@ impl AmqpQueue {
     /// Closes the connection without acknowledging anything held: unsettled tasks go back to the queue.
     pub async fn close(&self) {
         self.supervisor.abort();
-        let link = self.shared.link.send_replace(None);
-        if let Some(link) = link {
+        let link = self.shared.link.send_replace(LinkState::Closed);
+        if let LinkState::Up(link) = link {
             let _ = tokio::time::timeout(
                 Duration::from_secs(5),
                 link.connection.close(200, "closing".into()),
@@ -510,7 +517,7 @@ async fn supervise(shared: Arc<Shared>, mut link: Arc<Link>, mut controls: Consu
             () = pump_controls(&shared, &mut controls) => {}
             _ = broken.wait_for(|g| *g >= generation) => {}
         }
-        shared.link.send_replace(None);
+        shared.link.send_replace(LinkState::Reconnecting);
         tracing::warn!(
             worker_id = %shared.worker_id,
             generation,
@@ -537,7 +544,7 @@ async fn supervise(shared: Arc<Shared>, mut link: Arc<Link>, mut controls: Consu
             }
         }
         tracing::info!(worker_id = %shared.worker_id, generation = link.generation, "reconnected to the broker");
-        shared.link.send_replace(Some(link.clone()));
+        shared.link.send_replace(LinkState::Up(link.clone()));
     }
 }
 
@@ -556,9 +563,23 @@ async fn pump_controls(shared: &Shared, controls: &mut Consumer) {
 impl Shared {
     /// The live connection, waiting (bounded) while a reconnect is under way.
     async fn current(&self) -> Result<Arc<Link>> {
+        self.current_from(0).await
+    }
+
+    /// The live connection of at least `generation`. Loops that just reported their connection broken wait
+    /// here for its replacement: retrying on the dead one would spin without ever yielding to the supervisor.
+    async fn current_from(&self, generation: u64) -> Result<Arc<Link>> {
         let mut link = self.link.subscribe();
-        match tokio::time::timeout(LINK_WAIT, link.wait_for(Option::is_some)).await {
-            Ok(Ok(guard)) => guard.clone().ok_or(QueueError::Closed),
+        let ready = |state: &LinkState| match state {
+            LinkState::Up(link) => link.generation >= generation,
+            LinkState::Reconnecting => false,
+            LinkState::Closed => true,
+        };
+        match tokio::time::timeout(LINK_WAIT, link.wait_for(ready)).await {
+            Ok(Ok(state)) => match &*state {
+                LinkState::Up(link) => Ok(link.clone()),
+                LinkState::Reconnecting | LinkState::Closed => Err(QueueError::Closed),
+            },
             Ok(Err(_)) => Err(QueueError::Closed),
             Err(_) => Err(broker(format!(
                 "no connection to the broker for {} s",
@@ -680,14 +701,16 @@ impl Shared {
         let deadline = Instant::now() + PUBLISH_WINDOW;
         let mut pending: Vec<usize> = (0..batch.len()).collect();
         let mut delay = BACKOFF_MIN;
+        let mut floor = 0;
         loop {
-            let link = self.current().await?;
+            let link = self.current_from(floor).await?;
             let failure = match self.publish_on(&link, target, batch, &pending).await {
                 Ok(()) => return Ok(()),
                 Err(failure) => failure,
             };
             if failure.connection_lost {
                 self.report_broken(link.generation);
+                floor = link.generation + 1;
             }
             if Instant::now() >= deadline {
                 return Err(QueueError::Broker(format!(
@@ -845,8 +868,8 @@ impl Shared {
             .get(&task.token)
             .map(|held| held.generation)
             .ok_or_else(lost)?;
-        match self.link.borrow().clone() {
-            Some(link) if link.generation == generation => Ok(link),
+        match &*self.link.borrow() {
+            LinkState::Up(link) if link.generation == generation => Ok(link.clone()),
             _ => {
                 lock(&self.claims).remove(&task.token);
                 Err(lost())
@@ -892,8 +915,9 @@ impl TaskQueue for AmqpQueue {
     fn next_event(&self) -> BoxFuture<'_, Result<EventDelivery>> {
         Box::pin(async move {
             let shared = &self.shared;
+            let mut floor = 0;
             loop {
-                let link = shared.current().await?;
+                let link = shared.current_from(floor).await?;
                 let next = {
                     let mut consumer = link.events.lock().await;
                     if consumer.is_none() {
@@ -904,6 +928,7 @@ impl TaskQueue for AmqpQueue {
                             Err(error) => {
                                 tracing::warn!(error = %error, "cannot consume events");
                                 shared.report_broken(link.generation);
+                                floor = link.generation + 1;
                                 continue;
                             }
                         }
@@ -917,6 +942,7 @@ impl TaskQueue for AmqpQueue {
                     Some(Ok(delivery)) => delivery,
                     Some(Err(_)) | None => {
                         shared.report_broken(link.generation);
+                        floor = link.generation + 1;
                         continue;
                     }
                 };
@@ -1000,8 +1026,9 @@ impl WorkQueue for AmqpQueue {
     fn claim(&self) -> BoxFuture<'_, Result<ClaimedTask>> {
         Box::pin(async move {
             let shared = &self.shared;
+            let mut floor = 0;
             loop {
-                let link = shared.current().await?;
+                let link = shared.current_from(floor).await?;
                 let next = {
                     let mut consumer = link.tasks.lock().await;
                     if consumer.is_none() {
@@ -1011,6 +1038,7 @@ impl WorkQueue for AmqpQueue {
                             Err(error) => {
                                 tracing::warn!(error = %error, "cannot consume tasks");
                                 shared.report_broken(link.generation);
+                                floor = link.generation + 1;
                                 continue;
                             }
                         }
@@ -1026,7 +1054,10 @@ impl WorkQueue for AmqpQueue {
                             return Ok(task);
                         }
                     }
-                    Some(Err(_)) | None => shared.report_broken(link.generation),
+                    Some(Err(_)) | None => {
+                        shared.report_broken(link.generation);
+                        floor = link.generation + 1;
+                    }
                 }
             }
         })
