@@ -1107,3 +1107,67 @@ impl WorkQueue for AmqpQueue {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_count(value: AMQPValue) -> BasicProperties {
+        let mut headers = FieldTable::default();
+        headers.insert("x-delivery-count".into(), value);
+        BasicProperties::default().with_headers(headers)
+    }
+
+    #[test]
+    fn delivery_count_reads_any_integer_and_tolerates_nonsense() {
+        assert_eq!(delivery_count(&BasicProperties::default()), 0);
+        assert_eq!(delivery_count(&with_count(AMQPValue::LongLongInt(2))), 2);
+        assert_eq!(delivery_count(&with_count(AMQPValue::LongInt(3))), 3);
+        assert_eq!(delivery_count(&with_count(AMQPValue::LongLongInt(-5))), 0);
+        assert_eq!(
+            delivery_count(&with_count(AMQPValue::LongLongInt(i64::MAX))),
+            u32::MAX - 1
+        );
+        assert_eq!(
+            delivery_count(&with_count(AMQPValue::LongString("7".into()))),
+            0
+        );
+    }
+
+    #[test]
+    fn control_buffer_remembers_cancels_and_stays_bounded() {
+        let mut buffer = ControlBuffer::default();
+        buffer.push(ControlMessage::new("t0", ControlKind::Cancel));
+        for i in 0..BUFFERED_TASKS + 10 {
+            buffer.push(ControlMessage::new(
+                &format!("s{i}"),
+                ControlKind::Steer { text: "x".into() },
+            ));
+        }
+        for _ in 0..BUFFERED_PER_TASK + 5 {
+            buffer.push(ControlMessage::new(
+                "busy",
+                ControlKind::Steer { text: "y".into() },
+            ));
+        }
+        assert!(buffer.by_task.len() <= BUFFERED_TASKS);
+        assert!(
+            buffer.take("t0").is_empty(),
+            "the oldest buffer was evicted"
+        );
+        assert!(
+            buffer.cancelled.contains("t0"),
+            "but the cancel is remembered"
+        );
+        assert_eq!(buffer.take("busy").len(), BUFFERED_PER_TASK);
+        assert!(buffer.take("busy").is_empty());
+    }
+
+    #[test]
+    fn names_longer_than_amqp_allows_are_an_error() {
+        let mut settings = AmqpSettings::new("amqp://localhost");
+        assert!(Names::new(&settings).is_ok());
+        settings.queue_name = "q".repeat(300);
+        assert!(matches!(Names::new(&settings), Err(QueueError::Broker(_))));
+    }
+}
