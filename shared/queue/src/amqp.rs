@@ -213,6 +213,15 @@ struct Outgoing {
     body: Vec<u8>,
 }
 
+/// What became of one event published on one connection.
+#[derive(Debug, PartialEq, Eq)]
+enum Published {
+    Confirmed,
+    ConnectionLost,
+    /// Nacked or returned by a broker that is still connected.
+    Refused(String),
+}
+
 /// Why a batch publish on one connection did not confirm everything.
 struct PublishFailure {
     /// Indices (into the batch) still unconfirmed.
@@ -731,21 +740,34 @@ impl Shared {
         }
     }
 
-    /// Publishes one event on the given connection only; `false` when it was not confirmed.
-    async fn publish_event_on(&self, link: &Link, event: &WorkerEvent) -> Result<bool> {
+    /// Publishes one event on the given connection only, never on a later one.
+    async fn publish_event_on(&self, link: &Link, event: &WorkerEvent) -> Result<Published> {
         let batch = [Outgoing {
             id: event.task_id.clone(),
             body: event.encode()?,
         }];
         match self.publish_on(link, Target::Event, &batch, &[0]).await {
-            Ok(()) => Ok(true),
+            Ok(()) => Ok(Published::Confirmed),
             Err(failure) => {
                 tracing::warn!(task_id = %event.task_id, reason = %failure.reason, "event not confirmed");
                 if failure.connection_lost {
                     self.report_broken(link.generation);
+                    Ok(Published::ConnectionLost)
+                } else {
+                    Ok(Published::Refused(failure.reason))
                 }
-                Ok(false)
             }
+        }
+    }
+
+    /// Hands a delivery back after its report was refused, so it is not held unacknowledged forever. When
+    /// the connection is gone there is nothing to do: the broker already took it back.
+    async fn give_back(&self, link: &Link, acker: &Acker, published: &Published) {
+        if let Published::Refused(_) = published
+            && let Err(error) = acker.reject(BasicRejectOptions { requeue: true }).await
+        {
+            tracing::warn!(error = %error, "requeue failed");
+            self.report_broken(link.generation);
         }
     }
 
@@ -776,9 +798,10 @@ impl Shared {
     /// Reports a delivery the worker will not run, then acknowledges it. On failure the broker redelivers it
     /// and the decision is taken again.
     async fn finish_unrun(&self, link: &Link, acker: &Acker, event: WorkerEvent) -> Result<()> {
-        if self.publish_event_on(link, &event).await?
-            && let Err(error) = acker.ack(BasicAckOptions::default()).await
-        {
+        let published = self.publish_event_on(link, &event).await?;
+        if published != Published::Confirmed {
+            self.give_back(link, acker, &published).await;
+        } else if let Err(error) = acker.ack(BasicAckOptions::default()).await {
             tracing::warn!(error = %error, "ack failed; the task will be redelivered");
             self.report_broken(link.generation);
         }
@@ -805,8 +828,10 @@ impl Shared {
                     if let WorkerEventKind::Finished { error: slot, .. } = &mut event.kind {
                         *slot = Some(format!("the queued task does not decode: {error}"));
                     }
-                    if !self.publish_event_on(link, &event).await? {
+                    let published = self.publish_event_on(link, &event).await?;
+                    if published != Published::Confirmed {
                         // Without the report, let the broker redeliver rather than lose the failure.
+                        self.give_back(link, &delivery.acker, &published).await;
                         return Ok(None);
                     }
                 }
@@ -1070,15 +1095,18 @@ impl WorkQueue for AmqpQueue {
     ) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let link = self.shared.claim_link(task)?;
-            if self.shared.publish_event_on(&link, event).await? {
-                Ok(())
-            } else {
-                // The event may or may not have reached the broker; either way this delivery is going back to
-                // the queue with the connection, so the worker must stop and let the redelivery run.
-                lock(&self.shared.claims).remove(&task.token);
-                Err(QueueError::LeaseLost {
-                    task_id: task.envelope.task_id.clone(),
-                })
+            match self.shared.publish_event_on(&link, event).await? {
+                Published::Confirmed => Ok(()),
+                // The claim still holds; the caller may retry the event or give up on the task.
+                Published::Refused(reason) => Err(QueueError::Broker(reason)),
+                Published::ConnectionLost => {
+                    // The event may or may not have reached the broker; either way the delivery goes back to
+                    // the queue with the connection, so the worker must stop and let the redelivery run.
+                    lock(&self.shared.claims).remove(&task.token);
+                    Err(QueueError::LeaseLost {
+                        task_id: task.envelope.task_id.clone(),
+                    })
+                }
             }
         })
     }
