@@ -19,11 +19,17 @@
 //! [`WorkQueue::settle`] answer `LeaseLost` and the worker drops it; the redelivery counts as another attempt.
 //! Because a confirmed terminal event may still be followed by a redelivery (the ack was lost with the
 //! connection), [`TaskQueue::next_event`] remembers which tasks already delivered a terminal event and drops
-//! later events for them, and a worker skips redeliveries of tasks it settled itself.
+//! later events for them, and a worker acknowledges without running a redelivery of a task whose terminal
+//! event it already published.
 //!
 //! Cancel before claim: every worker remembers cancelled task ids (bounded), and a claim of such a task
 //! reports it cancelled and settles it instead of returning it. A cancel sent while no worker is connected
 //! reaches nobody (fanout); the coordinator's own record still says cancelled.
+//!
+//! Limits: control messages are transient and auto-acknowledged, so one in flight while the broker restarts is
+//! lost (a cancel then takes effect at the coordinator only). A publish keeps retrying across reconnects for
+//! `PUBLISH_WINDOW` (60 s) and then fails, so the caller can mark the task failed. One events queue serves
+//! the one orchestrator of a deployment.
 
 use crate::{
     ClaimedTask, EventDelivery, QueueError, Result, TaskQueue, WorkQueue, dead_task_error,
@@ -860,7 +866,6 @@ impl Shared {
             tracing::info!(task_id = %task_id, "task was cancelled before it was claimed");
             let event = self.finished_event(&task_id, attempt, TaskOutcome::Cancelled);
             self.finish_unrun(link, &delivery.acker, event).await?;
-            lock(&self.settled).insert(&task_id);
             return Ok(None);
         }
         if attempt > envelope.max_attempts.max(1) {
@@ -1096,7 +1101,14 @@ impl WorkQueue for AmqpQueue {
         Box::pin(async move {
             let link = self.shared.claim_link(task)?;
             match self.shared.publish_event_on(&link, event).await? {
-                Published::Confirmed => Ok(()),
+                Published::Confirmed => {
+                    if event.is_terminal() {
+                        // The answer is stored: a redelivery reaching this worker is a duplicate, even if the
+                        // settle that follows is lost with the connection.
+                        lock(&self.shared.settled).insert(&task.envelope.task_id);
+                    }
+                    Ok(())
+                }
                 // The claim still holds; the caller may retry the event or give up on the task.
                 Published::Refused(reason) => Err(QueueError::Broker(reason)),
                 Published::ConnectionLost => {
@@ -1118,8 +1130,6 @@ impl WorkQueue for AmqpQueue {
     fn settle<'a>(&'a self, task: &'a ClaimedTask) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let shared = &self.shared;
-            // Its terminal event is confirmed: a redelivery to this worker is a duplicate whatever happens next.
-            lock(&shared.settled).insert(&task.envelope.task_id);
             lock(&shared.controls).take(&task.envelope.task_id);
             let lost = || QueueError::LeaseLost {
                 task_id: task.envelope.task_id.clone(),
