@@ -540,7 +540,7 @@ async fn supervise(shared: Arc<Shared>, mut link: Arc<Link>, mut controls: Consu
         );
         let _ = tokio::time::timeout(
             Duration::from_secs(1),
-            link.connection.close(320, "reconnecting".into()),
+            link.connection.close(200, "reconnecting".into()),
         )
         .await;
         let mut delay = BACKOFF_MIN;
