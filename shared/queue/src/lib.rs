@@ -8,8 +8,9 @@
 //! Delivery is at least once. Every claim counts as an attempt (a lease that expired and a redelivery after a
 //! worker died count too); a claim past the task's `max_attempts` is not handed to the worker: the backend
 //! reports the task as failed (`worker_error`) and drops it. Two backends: [`sqlite::SqliteQueue`] (one WAL
-//! database file shared with local workers) and `amqp::AmqpQueue` (RabbitMQ via lapin).
+//! database file shared with local workers) and [`amqp::AmqpQueue`] (RabbitMQ via lapin).
 
+pub mod amqp;
 pub mod sqlite;
 
 use futures_util::future::BoxFuture;

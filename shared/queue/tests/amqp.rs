@@ -1,0 +1,277 @@
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+//! The RabbitMQ queue against the real broker at `MINIBOT_TEST_AMQP_URL`. Each test declares its own queues
+//! and exchanges and deletes them at the end. The broker-restart test lives in `amqp_restart.rs`, its own
+//! binary, because it disturbs every connection.
+
+mod support;
+
+use lapin::options::BasicPublishOptions;
+use lapin::{BasicProperties, Connection, ConnectionProperties};
+use minibot_protocol::*;
+use minibot_queue::{QueueError, TaskQueue, WorkQueue};
+use std::time::{Duration, Instant};
+use support::*;
+
+#[tokio::test]
+async fn a_task_goes_round_trip() {
+    let settings = settings(1);
+    let orchestrator = connect(&settings, "orchestrator").await;
+    let worker = connect(&settings, "w1").await;
+    let claiming = tokio::spawn(async move {
+        let claimed = claim(&worker).await;
+        (worker, claimed, Instant::now())
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let published = Instant::now();
+    orchestrator.publish(&task("t1", 3)).await.unwrap();
+    let confirmed = published.elapsed();
+    let (worker, claimed, claimed_at) = claiming.await.unwrap();
+    let pickup = claimed_at - published;
+    println!(
+        "publish confirmed after {confirmed:?}; idle worker picked the task up after {pickup:?}"
+    );
+    assert!(pickup < Duration::from_secs(1), "pickup took {pickup:?}");
+    assert_eq!(claimed.envelope, task("t1", 3));
+    assert_eq!(claimed.attempt, 1);
+
+    let progress = WorkerEvent::new(
+        "t1",
+        1,
+        "w1",
+        WorkerEventKind::Progress {
+            step: 1,
+            tool_names: vec!["bash".into()],
+            total_tokens: 3,
+        },
+    );
+    worker.emit(&claimed, &progress).await.unwrap();
+    let steer = ControlMessage::new(
+        "t1",
+        ControlKind::Steer {
+            text: "hurry".into(),
+        },
+    );
+    orchestrator.control(&steer).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let controls = loop {
+        let controls = worker.controls(&claimed).await.unwrap();
+        if !controls.is_empty() || Instant::now() > deadline {
+            break controls;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert_eq!(controls, vec![steer]);
+    assert!(
+        worker.controls(&claimed).await.unwrap().is_empty(),
+        "a control message is read once"
+    );
+    let finished = done("t1", 1, "w1");
+    worker.emit(&claimed, &finished).await.unwrap();
+    worker.settle(&claimed).await.unwrap();
+
+    assert_eq!(next(&orchestrator).await, progress);
+    assert_eq!(next(&orchestrator).await, finished);
+    // Acks are asynchronous on the broker's side; give them a moment before counting.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(orchestrator.depths().await.unwrap(), (0, 0));
+    orchestrator.close().await;
+    let fresh = connect(&settings, "orchestrator-2").await;
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), fresh.next_event())
+            .await
+            .is_err(),
+        "acknowledged events are gone"
+    );
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), worker.claim())
+            .await
+            .is_err(),
+        "a settled task is gone"
+    );
+    fresh.delete_topology().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_redelivery_after_a_worker_died_counts_as_an_attempt() {
+    let settings = settings(1);
+    let orchestrator = connect(&settings, "orchestrator").await;
+    orchestrator.publish(&task("t1", 3)).await.unwrap();
+    let w1 = connect(&settings, "w1").await;
+    let first = claim(&w1).await;
+    assert_eq!(first.attempt, 1);
+    // w1 dies without acknowledging: the broker puts the task back.
+    w1.close().await;
+    let w2 = connect(&settings, "w2").await;
+    let second = claim(&w2).await;
+    assert_eq!(second.envelope.task_id, "t1");
+    assert_eq!(second.attempt, 2, "a redelivery counts as an attempt");
+    let late = WorkerEvent::new("t1", 1, "w1", WorkerEventKind::Started);
+    assert!(matches!(
+        w1.emit(&first, &late).await,
+        Err(QueueError::LeaseLost { .. })
+    ));
+    w2.emit(&second, &done("t1", 2, "w2")).await.unwrap();
+    w2.settle(&second).await.unwrap();
+    let event = next(&orchestrator).await;
+    assert_eq!((event.attempt, event.worker_id.as_str()), (2, "w2"));
+    orchestrator.delete_topology().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_task_that_keeps_dying_is_failed_after_max_attempts() {
+    let settings = settings(1);
+    let orchestrator = connect(&settings, "orchestrator").await;
+    orchestrator.publish(&task("t1", 2)).await.unwrap();
+    for attempt in 1..=2 {
+        let worker = connect(&settings, &format!("w{attempt}")).await;
+        let claimed = claim(&worker).await;
+        assert_eq!(claimed.attempt, attempt);
+        worker.close().await;
+    }
+    let last = connect(&settings, "w3").await;
+    let third = tokio::time::timeout(Duration::from_millis(1000), last.claim()).await;
+    assert!(third.is_err(), "a dead task is never handed out again");
+    let event = next(&orchestrator).await;
+    assert_eq!(event.task_id, "t1");
+    match event.kind {
+        WorkerEventKind::Finished {
+            outcome,
+            stop_reason,
+            error,
+            ..
+        } => {
+            assert_eq!(outcome, TaskOutcome::Failed);
+            assert_eq!(stop_reason, "worker_error");
+            assert!(error.unwrap().contains("2 times"));
+        }
+        other => panic!("expected a failure, got {other:?}"),
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(orchestrator.depths().await.unwrap(), (0, 0));
+    orchestrator.delete_topology().await.unwrap();
+}
+
+#[tokio::test]
+async fn garbage_on_the_queue_is_dead_lettered_and_the_worker_goes_on() {
+    let settings = settings(1);
+    let orchestrator = connect(&settings, "orchestrator").await;
+    let worker = connect(&settings, "w").await;
+
+    let raw = Connection::connect(&settings.broker_url, ConnectionProperties::default())
+        .await
+        .unwrap();
+    let channel = raw.create_channel().await.unwrap();
+    for (id, body) in [
+        ("bad", &b"\xc1\xff\x00garbage"[..]),
+        ("worse", &b"{\"json\": 1}"[..]),
+    ] {
+        channel
+            .basic_publish(
+                "".into(),
+                settings.queue_name.as_str().into(),
+                BasicPublishOptions::default(),
+                body,
+                BasicProperties::default().with_message_id(id.into()),
+            )
+            .await
+            .unwrap();
+    }
+    orchestrator.publish(&task("good", 3)).await.unwrap();
+
+    let claimed = claim(&worker).await;
+    assert_eq!(
+        claimed.envelope.task_id, "good",
+        "the worker skips the garbage and keeps working"
+    );
+    for expected in ["bad", "worse"] {
+        let event = next(&orchestrator).await;
+        assert_eq!(event.task_id, expected);
+        assert!(event.is_terminal());
+    }
+    let dead = channel
+        .queue_declare(
+            format!("{}.dead", settings.queue_name).as_str().into(),
+            lapin::options::QueueDeclareOptions {
+                passive: true,
+                ..Default::default()
+            },
+            Default::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        dead.message_count(),
+        2,
+        "undecodable tasks are dead-lettered"
+    );
+    raw.close(200, "bye".into()).await.unwrap();
+    orchestrator.delete_topology().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_task_cancelled_before_it_is_claimed_is_reported_cancelled() {
+    let settings = settings(1);
+    let orchestrator = connect(&settings, "orchestrator").await;
+    let worker = connect(&settings, "w").await;
+    orchestrator.publish(&task("t1", 3)).await.unwrap();
+    orchestrator
+        .control(&ControlMessage::new("t1", ControlKind::Cancel))
+        .await
+        .unwrap();
+    orchestrator.publish(&task("t2", 3)).await.unwrap();
+    // The cancel reaches the worker's control queue asynchronously.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let claimed = claim(&worker).await;
+    assert_eq!(claimed.envelope.task_id, "t2", "t1 is never handed out");
+    let event = next(&orchestrator).await;
+    assert_eq!(event.task_id, "t1");
+    match event.kind {
+        WorkerEventKind::Finished {
+            outcome,
+            stop_reason,
+            ..
+        } => {
+            assert_eq!(outcome, TaskOutcome::Cancelled);
+            assert_eq!(stop_reason, "cancelled");
+        }
+        other => panic!("expected a cancellation, got {other:?}"),
+    }
+    orchestrator.delete_topology().await.unwrap();
+}
+
+#[tokio::test]
+async fn many_tasks_publish_pipelined_and_each_ends_once() {
+    let settings = settings(16);
+    let orchestrator = connect(&settings, "orchestrator").await;
+    let tasks: Vec<_> = (0..500).map(|i| task(&format!("t{i}"), 3)).collect();
+    let started = Instant::now();
+    orchestrator.publish_many(&tasks).await.unwrap();
+    println!(
+        "500 tasks published and confirmed in {:?}",
+        started.elapsed()
+    );
+    let worker = connect(&settings, "w").await;
+    let work = tokio::spawn(async move {
+        for _ in 0..500 {
+            let claimed = claim(&worker).await;
+            let id = claimed.envelope.task_id.clone();
+            worker
+                .emit(&claimed, &done(&id, claimed.attempt, "w"))
+                .await
+                .unwrap();
+            worker.settle(&claimed).await.unwrap();
+        }
+    });
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..500 {
+        let event = next(&orchestrator).await;
+        assert!(
+            seen.insert(event.task_id.clone()),
+            "{} twice",
+            event.task_id
+        );
+    }
+    work.await.unwrap();
+    orchestrator.delete_topology().await.unwrap();
+}
