@@ -47,9 +47,20 @@ impl Home {
     }
 }
 
-/// Runs a command on a blocking thread so the scripted server keeps serving meanwhile.
+/// Runs a command on a blocking thread so the scripted server keeps serving meanwhile. A run that takes more
+/// than two minutes is killed and fails the test instead of hanging the suite.
 pub async fn run(mut command: Command) -> Output {
-    tokio::task::spawn_blocking(move || command.output().unwrap()).await.unwrap()
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let child = command.spawn().unwrap();
+    let pid = child.id();
+    let waiter = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap());
+    match tokio::time::timeout(std::time::Duration::from_secs(120), waiter).await {
+        Ok(output) => output.unwrap(),
+        Err(_) => {
+            kill_hard(pid);
+            panic!("{command:?} did not finish within 120 s");
+        }
+    }
 }
 
 pub fn stdout(output: &Output) -> String {

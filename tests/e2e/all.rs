@@ -3,4 +3,5 @@
 
 mod bad_input;
 mod console;
+mod rabbitmq;
 mod tasks;

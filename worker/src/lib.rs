@@ -30,7 +30,35 @@ pub async fn open_queue(config: &Config, worker_id: &str) -> anyhow::Result<Arc<
             let queue = minibot_queue::sqlite::SqliteQueue::open(&path, worker_id, lease).await?;
             Ok(Arc::new(queue))
         }
-        TaskBackend::Rabbitmq => anyhow::bail!("tasks.backend = \"rabbitmq\" is not available in this build yet"),
+        TaskBackend::Rabbitmq => {
+            let queue = minibot_queue::amqp::AmqpQueue::connect(&amqp_settings(config), worker_id)
+                .await
+                .with_context(|| format!("rabbitmq.broker_url = {}", redact_url(&config.rabbitmq.broker_url)))?;
+            Ok(Arc::new(queue))
+        }
+    }
+}
+
+/// `[rabbitmq]` as the queue backend takes it.
+pub fn amqp_settings(config: &Config) -> minibot_queue::amqp::AmqpSettings {
+    let section = &config.rabbitmq;
+    minibot_queue::amqp::AmqpSettings {
+        broker_url: section.broker_url.clone(),
+        queue_name: section.queue_name.clone(),
+        exchange_name: section.exchange_name.clone(),
+        prefetch_count: section.prefetch_count.max(1),
+    }
+}
+
+/// A broker URL for messages: the password is replaced.
+pub fn redact_url(url: &str) -> String {
+    match (url.split_once("://"), url.rfind('@')) {
+        (Some((scheme, rest)), Some(at)) if at > scheme.len() + 3 => {
+            let credentials = &rest[..at - scheme.len() - 3];
+            let user = credentials.split(':').next().unwrap_or_default();
+            format!("{scheme}://{user}:***@{}", &url[at + 1..])
+        }
+        _ => url.to_string(),
     }
 }
 

@@ -44,7 +44,16 @@ impl TaskHub {
                 let queue = Arc::new(SqliteQueue::open(&path, "orchestrator", lease).await?);
                 (queue.clone(), Some(queue))
             }
-            TaskBackend::Rabbitmq => anyhow::bail!("tasks.backend = \"rabbitmq\" is not available in this build yet"),
+            TaskBackend::Rabbitmq => {
+                let settings = minibot_worker::amqp_settings(&config);
+                let queue = minibot_queue::amqp::AmqpQueue::connect(&settings, "orchestrator").await.map_err(|e| {
+                    anyhow::anyhow!(
+                        "cannot reach RabbitMQ at {} (rabbitmq.broker_url): {e}",
+                        minibot_worker::redact_url(&settings.broker_url)
+                    )
+                })?;
+                (Arc::new(queue), None)
+            }
         };
         let agents = if config.specialists_enabled() {
             load_agents(&config.resolve_path(&config.orchestration.directory))?

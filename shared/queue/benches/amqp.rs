@@ -9,8 +9,8 @@
 
 use futures_util::StreamExt;
 use lapin::options::{
-    BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions,
-    ConfirmSelectOptions, QueueDeclareOptions, QueueDeleteOptions,
+    BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions, ConfirmSelectOptions,
+    QueueDeclareOptions, QueueDeleteOptions,
 };
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::{BasicProperties, Connection, ConnectionProperties};
@@ -24,8 +24,7 @@ const WORKERS: usize = 4;
 const LATENCY_SAMPLES: usize = 500;
 
 fn broker_url() -> String {
-    std::env::var("MINIBOT_TEST_AMQP_URL")
-        .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into())
+    std::env::var("MINIBOT_TEST_AMQP_URL").unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into())
 }
 
 fn settings(prefetch_count: u16) -> AmqpSettings {
@@ -46,11 +45,7 @@ fn task(id: String) -> TaskEnvelope {
         prompt: "nothing".into(),
         context_json: None,
         model_overrides: ModelOverrides::default(),
-        limits: TaskLimits {
-            timeout_seconds: 60,
-            max_steps: None,
-            max_tool_calls: None,
-        },
+        limits: TaskLimits { timeout_seconds: 60, max_steps: None, max_tool_calls: None },
         owner_id: "primary".into(),
         channel: "console".into(),
         chat_id: None,
@@ -86,36 +81,17 @@ async fn connect(settings: &AmqpSettings, who: &str) -> AmqpQueue {
 
 /// The ceiling: the same quorum queue, persistent messages, confirms every 512, prefetch 64, manual acks.
 async fn raw_loop() -> f64 {
-    let connection = Connection::connect(&broker_url(), ConnectionProperties::default())
-        .await
-        .unwrap();
+    let connection = Connection::connect(&broker_url(), ConnectionProperties::default()).await.unwrap();
     let queue = format!("bench-raw-{}", uuid::Uuid::new_v4().simple());
     let publisher = connection.create_channel().await.unwrap();
     let mut args = FieldTable::default();
-    args.insert(
-        "x-queue-type".into(),
-        AMQPValue::LongString("quorum".into()),
-    );
-    publisher
-        .queue_declare(queue.as_str().into(), QueueDeclareOptions::durable(), args)
-        .await
-        .unwrap();
-    publisher
-        .confirm_select(ConfirmSelectOptions::default())
-        .await
-        .unwrap();
+    args.insert("x-queue-type".into(), AMQPValue::LongString("quorum".into()));
+    publisher.queue_declare(queue.as_str().into(), QueueDeclareOptions::durable(), args).await.unwrap();
+    publisher.confirm_select(ConfirmSelectOptions::default()).await.unwrap();
     let consuming = connection.create_channel().await.unwrap();
-    consuming
-        .basic_qos(64, BasicQosOptions::default())
-        .await
-        .unwrap();
+    consuming.basic_qos(64, BasicQosOptions::default()).await.unwrap();
     let mut consumer = consuming
-        .basic_consume(
-            queue.as_str().into(),
-            "".into(),
-            BasicConsumeOptions::default(),
-            FieldTable::default(),
-        )
+        .basic_consume(queue.as_str().into(), "".into(), BasicConsumeOptions::default(), FieldTable::default())
         .await
         .unwrap();
     let body = task("raw".into()).encode().unwrap();
@@ -148,10 +124,7 @@ async fn raw_loop() -> f64 {
     }
     consume.await.unwrap();
     let rate = TASKS as f64 / started.elapsed().as_secs_f64();
-    publisher
-        .queue_delete(queue.as_str().into(), QueueDeleteOptions::default())
-        .await
-        .unwrap();
+    publisher.queue_delete(queue.as_str().into(), QueueDeleteOptions::default()).await.unwrap();
     connection.close(200, "done".into()).await.unwrap();
     rate
 }
@@ -229,9 +202,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 #[tokio::main]
 async fn main() {
     let raw = raw_loop().await;
-    println!(
-        "raw lapin publish→consume (quorum queue, persistent, confirms/512, prefetch 64): {raw:.0} msg/s"
-    );
+    println!("raw lapin publish→consume (quorum queue, persistent, confirms/512, prefetch 64): {raw:.0} msg/s");
     let queue = queue_throughput().await;
     println!(
         "AmqpQueue no-op tasks, {WORKERS} workers, {TASKS} tasks (publish, claim, terminal event, settle, event ack): \

@@ -31,24 +31,17 @@
 //! `PUBLISH_WINDOW` (60 s) and then fails, so the caller can mark the task failed. One events queue serves
 //! the one orchestrator of a deployment.
 
-use crate::{
-    ClaimedTask, EventDelivery, QueueError, Result, TaskQueue, WorkQueue, dead_task_error,
-};
+use crate::{ClaimedTask, EventDelivery, QueueError, Result, TaskQueue, WorkQueue, dead_task_error};
 use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
 use lapin::options::{
     BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions, BasicRejectOptions,
-    ConfirmSelectOptions, ExchangeDeclareOptions, ExchangeDeleteOptions, QueueBindOptions,
-    QueueDeclareOptions, QueueDeleteOptions,
+    ConfirmSelectOptions, ExchangeDeclareOptions, ExchangeDeleteOptions, QueueBindOptions, QueueDeclareOptions,
+    QueueDeleteOptions,
 };
 use lapin::types::{AMQPValue, FieldTable, ShortString};
-use lapin::{
-    Acker, BasicProperties, Channel, Confirmation, Connection, ConnectionProperties, Consumer,
-    ExchangeKind,
-};
-use minibot_protocol::{
-    ControlKind, ControlMessage, TaskEnvelope, TaskOutcome, WorkerEvent, WorkerEventKind,
-};
+use lapin::{Acker, BasicProperties, Channel, Confirmation, Connection, ConnectionProperties, Consumer, ExchangeKind};
+use minibot_protocol::{ControlKind, ControlMessage, TaskEnvelope, TaskOutcome, WorkerEvent, WorkerEventKind};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -113,8 +106,7 @@ struct Names {
 impl Names {
     fn new(settings: &AmqpSettings) -> Result<Self> {
         let short = |s: String| {
-            ShortString::try_new(s.clone())
-                .map_err(|_| QueueError::Broker(format!("name too long for AMQP: {s}")))
+            ShortString::try_new(s.clone()).map_err(|_| QueueError::Broker(format!("name too long for AMQP: {s}")))
         };
         Ok(Self {
             tasks_exchange: short(settings.exchange_name.clone())?,
@@ -283,9 +275,7 @@ impl Drop for AmqpQueue {
 
 fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // A panic while holding one of these short critical sections leaves plain data behind; keep going.
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl AmqpQueue {
@@ -318,12 +308,7 @@ impl AmqpQueue {
     pub async fn publish_many(&self, tasks: &[TaskEnvelope]) -> Result<()> {
         let batch = tasks
             .iter()
-            .map(|task| {
-                Ok(Outgoing {
-                    id: task.task_id.clone(),
-                    body: task.encode()?,
-                })
-            })
+            .map(|task| Ok(Outgoing { id: task.task_id.clone(), body: task.encode()? }))
             .collect::<Result<Vec<_>>>()?;
         self.shared.publish_reliably(Target::Task, &batch).await
     }
@@ -333,11 +318,7 @@ impl AmqpQueue {
         self.supervisor.abort();
         let link = self.shared.link.send_replace(LinkState::Closed);
         if let LinkState::Up(link) = link {
-            let _ = tokio::time::timeout(
-                Duration::from_secs(5),
-                link.connection.close(200, "closing".into()),
-            )
-            .await;
+            let _ = tokio::time::timeout(Duration::from_secs(5), link.connection.close(200, "closing".into())).await;
         }
     }
 
@@ -345,24 +326,13 @@ impl AmqpQueue {
     pub async fn depths(&self) -> Result<(u32, u32)> {
         let link = self.shared.current().await?;
         let channel = link.connection.create_channel().await.map_err(broker)?;
-        let passive = QueueDeclareOptions {
-            passive: true,
-            ..QueueDeclareOptions::default()
-        };
+        let passive = QueueDeclareOptions { passive: true, ..QueueDeclareOptions::default() };
         let tasks = channel
-            .queue_declare(
-                self.shared.names.tasks_queue.clone(),
-                passive,
-                FieldTable::default(),
-            )
+            .queue_declare(self.shared.names.tasks_queue.clone(), passive, FieldTable::default())
             .await
             .map_err(broker)?;
         let events = channel
-            .queue_declare(
-                self.shared.names.events_queue.clone(),
-                passive,
-                FieldTable::default(),
-            )
+            .queue_declare(self.shared.names.events_queue.clone(), passive, FieldTable::default())
             .await
             .map_err(broker)?;
         let _ = channel.close(200, "done".into()).await;
@@ -375,16 +345,10 @@ impl AmqpQueue {
         let channel = link.connection.create_channel().await.map_err(broker)?;
         let names = &self.shared.names;
         for queue in [&names.tasks_queue, &names.dead_queue, &names.events_queue] {
-            channel
-                .queue_delete(queue.clone(), QueueDeleteOptions::default())
-                .await
-                .map_err(broker)?;
+            channel.queue_delete(queue.clone(), QueueDeleteOptions::default()).await.map_err(broker)?;
         }
         for exchange in [&names.tasks_exchange, &names.control_exchange] {
-            channel
-                .exchange_delete(exchange.clone(), ExchangeDeleteOptions::default())
-                .await
-                .map_err(broker)?;
+            channel.exchange_delete(exchange.clone(), ExchangeDeleteOptions::default()).await.map_err(broker)?;
         }
         Ok(())
     }
@@ -399,66 +363,33 @@ async fn open_link(shared: &Shared, generation: u64) -> Result<(Arc<Link>, Consu
 
 async fn open_link_untimed(shared: &Shared, generation: u64) -> Result<(Arc<Link>, Consumer)> {
     let names = &shared.names;
-    let properties = ConnectionProperties::default()
-        .with_connection_name(format!("minibot {}", shared.worker_id).into());
-    let connection = Connection::connect(&shared.settings.broker_url, properties)
-        .await
-        .map_err(broker)?;
+    let properties =
+        ConnectionProperties::default().with_connection_name(format!("minibot {}", shared.worker_id).into());
+    let connection = Connection::connect(&shared.settings.broker_url, properties).await.map_err(broker)?;
     let channel = connection.create_channel().await.map_err(broker)?;
-    let durable = ExchangeDeclareOptions {
-        durable: true,
-        ..ExchangeDeclareOptions::default()
-    };
+    let durable = ExchangeDeclareOptions { durable: true, ..ExchangeDeclareOptions::default() };
     for exchange in [&names.tasks_exchange, &names.control_exchange] {
         channel
-            .exchange_declare(
-                exchange.clone(),
-                ExchangeKind::Fanout,
-                durable,
-                FieldTable::default(),
-            )
+            .exchange_declare(exchange.clone(), ExchangeKind::Fanout, durable, FieldTable::default())
             .await
             .map_err(broker)?;
     }
     channel
-        .queue_declare(
-            names.dead_queue.clone(),
-            QueueDeclareOptions::durable(),
-            FieldTable::default(),
-        )
+        .queue_declare(names.dead_queue.clone(), QueueDeclareOptions::durable(), FieldTable::default())
         .await
         .map_err(broker)?;
     let mut task_args = FieldTable::default();
-    task_args.insert(
-        "x-queue-type".into(),
-        AMQPValue::LongString("quorum".into()),
-    );
-    task_args.insert(
-        "x-delivery-limit".into(),
-        AMQPValue::LongLongInt(DELIVERY_LIMIT),
-    );
-    task_args.insert(
-        "x-dead-letter-exchange".into(),
-        AMQPValue::LongString("".into()),
-    );
-    task_args.insert(
-        "x-dead-letter-routing-key".into(),
-        AMQPValue::LongString(names.dead_queue.as_str().into()),
-    );
-    channel
-        .queue_declare(
-            names.tasks_queue.clone(),
-            QueueDeclareOptions::durable(),
-            task_args,
-        )
-        .await
-        .map_err(|e| {
-            QueueError::Broker(format!(
-                "cannot declare the task queue {} as a quorum queue (an existing queue of another kind must be \
+    task_args.insert("x-queue-type".into(), AMQPValue::LongString("quorum".into()));
+    task_args.insert("x-delivery-limit".into(), AMQPValue::LongLongInt(DELIVERY_LIMIT));
+    task_args.insert("x-dead-letter-exchange".into(), AMQPValue::LongString("".into()));
+    task_args.insert("x-dead-letter-routing-key".into(), AMQPValue::LongString(names.dead_queue.as_str().into()));
+    channel.queue_declare(names.tasks_queue.clone(), QueueDeclareOptions::durable(), task_args).await.map_err(|e| {
+        QueueError::Broker(format!(
+            "cannot declare the task queue {} as a quorum queue (an existing queue of another kind must be \
                  deleted first): {e}",
-                names.tasks_queue
-            ))
-        })?;
+            names.tasks_queue
+        ))
+    })?;
     channel
         .queue_bind(
             names.tasks_queue.clone(),
@@ -470,19 +401,11 @@ async fn open_link_untimed(shared: &Shared, generation: u64) -> Result<(Arc<Link
         .await
         .map_err(broker)?;
     channel
-        .queue_declare(
-            names.events_queue.clone(),
-            QueueDeclareOptions::durable(),
-            FieldTable::default(),
-        )
+        .queue_declare(names.events_queue.clone(), QueueDeclareOptions::durable(), FieldTable::default())
         .await
         .map_err(broker)?;
     let control_queue = channel
-        .queue_declare(
-            "".into(),
-            QueueDeclareOptions::exclusive().auto_delete(),
-            FieldTable::default(),
-        )
+        .queue_declare("".into(), QueueDeclareOptions::exclusive().auto_delete(), FieldTable::default())
         .await
         .map_err(broker)?;
     channel
@@ -495,20 +418,13 @@ async fn open_link_untimed(shared: &Shared, generation: u64) -> Result<(Arc<Link
         )
         .await
         .map_err(broker)?;
-    channel
-        .confirm_select(ConfirmSelectOptions::default())
-        .await
-        .map_err(broker)?;
+    channel.confirm_select(ConfirmSelectOptions::default()).await.map_err(broker)?;
     let control_channel = connection.create_channel().await.map_err(broker)?;
     let controls = control_channel
         .basic_consume(
             control_queue.name().clone(),
             "".into(),
-            BasicConsumeOptions {
-                no_ack: true,
-                exclusive: true,
-                ..BasicConsumeOptions::default()
-            },
+            BasicConsumeOptions { no_ack: true, exclusive: true, ..BasicConsumeOptions::default() },
             FieldTable::default(),
         )
         .await
@@ -538,11 +454,7 @@ async fn supervise(shared: Arc<Shared>, mut link: Arc<Link>, mut controls: Consu
             generation,
             "lost the broker connection; reconnecting"
         );
-        let _ = tokio::time::timeout(
-            Duration::from_secs(1),
-            link.connection.close(200, "reconnecting".into()),
-        )
-        .await;
+        let _ = tokio::time::timeout(Duration::from_secs(1), link.connection.close(200, "reconnecting".into())).await;
         let mut delay = BACKOFF_MIN;
         loop {
             tokio::time::sleep(delay).await;
@@ -596,10 +508,7 @@ impl Shared {
                 LinkState::Reconnecting | LinkState::Closed => Err(QueueError::Closed),
             },
             Ok(Err(_)) => Err(QueueError::Closed),
-            Err(_) => Err(broker(format!(
-                "no connection to the broker for {} s",
-                LINK_WAIT.as_secs()
-            ))),
+            Err(_) => Err(broker(format!("no connection to the broker for {} s", LINK_WAIT.as_secs()))),
         }
     }
 
@@ -651,10 +560,7 @@ impl Shared {
                     .basic_publish(
                         exchange.clone(),
                         routing_key.clone(),
-                        BasicPublishOptions {
-                            mandatory,
-                            immediate: false,
-                        },
+                        BasicPublishOptions { mandatory, immediate: false },
                         &message.body,
                         properties,
                     )
@@ -680,8 +586,7 @@ impl Shared {
                     Ok(Confirmation::Ack(None)) => {}
                     Ok(Confirmation::Ack(Some(returned))) => {
                         // Routable targets we declared ourselves; a return means someone deleted them.
-                        reason =
-                            format!("the broker returned the message: {}", returned.reply_text);
+                        reason = format!("the broker returned the message: {}", returned.reply_text);
                         unconfirmed.push(index);
                     }
                     Ok(Confirmation::Nack(_)) => {
@@ -700,15 +605,7 @@ impl Shared {
                 }
             }
         }
-        if unconfirmed.is_empty() {
-            Ok(())
-        } else {
-            Err(PublishFailure {
-                unconfirmed,
-                connection_lost,
-                reason,
-            })
-        }
+        if unconfirmed.is_empty() { Ok(()) } else { Err(PublishFailure { unconfirmed, connection_lost, reason }) }
     }
 
     /// Publishes until every message is confirmed, across reconnects, for at most `PUBLISH_WINDOW`.
@@ -748,10 +645,7 @@ impl Shared {
 
     /// Publishes one event on the given connection only, never on a later one.
     async fn publish_event_on(&self, link: &Link, event: &WorkerEvent) -> Result<Published> {
-        let batch = [Outgoing {
-            id: event.task_id.clone(),
-            body: event.encode()?,
-        }];
+        let batch = [Outgoing { id: event.task_id.clone(), body: event.encode()? }];
         match self.publish_on(link, Target::Event, &batch, &[0]).await {
             Ok(()) => Ok(Published::Confirmed),
             Err(failure) => {
@@ -780,10 +674,7 @@ impl Shared {
     fn finished_event(&self, task_id: &str, attempt: u32, outcome: TaskOutcome) -> WorkerEvent {
         let (stop_reason, error) = match outcome {
             TaskOutcome::Cancelled => ("cancelled", None),
-            _ => (
-                "worker_error",
-                Some(dead_task_error(attempt.saturating_sub(1))),
-            ),
+            _ => ("worker_error", Some(dead_task_error(attempt.saturating_sub(1)))),
         };
         WorkerEvent::new(
             task_id,
@@ -815,19 +706,11 @@ impl Shared {
     }
 
     /// Looks at one delivered task; `Some` when the worker should run it.
-    async fn admit(
-        &self,
-        link: &Link,
-        delivery: lapin::message::Delivery,
-    ) -> Result<Option<ClaimedTask>> {
+    async fn admit(&self, link: &Link, delivery: lapin::message::Delivery) -> Result<Option<ClaimedTask>> {
         let envelope = match TaskEnvelope::decode(&delivery.data) {
             Ok(envelope) => envelope,
             Err(error) => {
-                let id = delivery
-                    .properties
-                    .message_id()
-                    .as_ref()
-                    .map(ToString::to_string);
+                let id = delivery.properties.message_id().as_ref().map(ToString::to_string);
                 tracing::error!(task_id = ?id, error = %error, "queued task does not decode; dead-lettered");
                 if let Some(id) = id {
                     let mut event = self.finished_event(&id, 1, TaskOutcome::Failed);
@@ -841,11 +724,7 @@ impl Shared {
                         return Ok(None);
                     }
                 }
-                if let Err(error) = delivery
-                    .acker
-                    .reject(BasicRejectOptions { requeue: false })
-                    .await
-                {
+                if let Err(error) = delivery.acker.reject(BasicRejectOptions { requeue: false }).await {
                     tracing::warn!(error = %error, "reject failed");
                     self.report_broken(link.generation);
                 }
@@ -875,29 +754,14 @@ impl Shared {
             return Ok(None);
         }
         let token = format!("{}.{}", link.generation, delivery.delivery_tag);
-        lock(&self.claims).insert(
-            token.clone(),
-            Held {
-                generation: link.generation,
-                acker: delivery.acker,
-            },
-        );
-        Ok(Some(ClaimedTask {
-            envelope,
-            attempt,
-            token,
-        }))
+        lock(&self.claims).insert(token.clone(), Held { generation: link.generation, acker: delivery.acker });
+        Ok(Some(ClaimedTask { envelope, attempt, token }))
     }
 
     /// The connection a claim was made on, if it is still the live one.
     fn claim_link(&self, task: &ClaimedTask) -> Result<Arc<Link>> {
-        let lost = || QueueError::LeaseLost {
-            task_id: task.envelope.task_id.clone(),
-        };
-        let generation = lock(&self.claims)
-            .get(&task.token)
-            .map(|held| held.generation)
-            .ok_or_else(lost)?;
+        let lost = || QueueError::LeaseLost { task_id: task.envelope.task_id.clone() };
+        let generation = lock(&self.claims).get(&task.token).map(|held| held.generation).ok_or_else(lost)?;
         match &*self.link.borrow() {
             LinkState::Up(link) if link.generation == generation => Ok(link.clone()),
             _ => {
@@ -934,10 +798,7 @@ impl TaskQueue for AmqpQueue {
 
     fn control<'a>(&'a self, message: &'a ControlMessage) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            let batch = [Outgoing {
-                id: message.task_id.clone(),
-                body: message.encode()?,
-            }];
+            let batch = [Outgoing { id: message.task_id.clone(), body: message.encode()? }];
             self.shared.publish_reliably(Target::Control, &batch).await
         })
     }
@@ -951,9 +812,7 @@ impl TaskQueue for AmqpQueue {
                 let next = {
                     let mut consumer = link.events.lock().await;
                     if consumer.is_none() {
-                        match start_consumer(&link, &shared.names.events_queue, EVENT_PREFETCH)
-                            .await
-                        {
+                        match start_consumer(&link, &shared.names.events_queue, EVENT_PREFETCH).await {
                             Ok(started) => *consumer = Some(started),
                             Err(error) => {
                                 tracing::warn!(error = %error, "cannot consume events");
@@ -980,10 +839,7 @@ impl TaskQueue for AmqpQueue {
                     Ok(event) => event,
                     Err(error) => {
                         tracing::error!(error = %error, "worker event does not decode; dropped");
-                        let _ = delivery
-                            .acker
-                            .reject(BasicRejectOptions { requeue: false })
-                            .await;
+                        let _ = delivery.acker.reject(BasicRejectOptions { requeue: false }).await;
                         continue;
                     }
                 };
@@ -1001,13 +857,7 @@ impl TaskQueue for AmqpQueue {
                     continue;
                 }
                 let tag = shared.next_event_tag.fetch_add(1, Ordering::Relaxed);
-                lock(&shared.unacked_events).insert(
-                    tag,
-                    Held {
-                        generation: link.generation,
-                        acker: delivery.acker,
-                    },
-                );
+                lock(&shared.unacked_events).insert(tag, Held { generation: link.generation, acker: delivery.acker });
                 return Ok(EventDelivery { event, tag });
             }
         })
@@ -1030,23 +880,11 @@ impl TaskQueue for AmqpQueue {
     }
 }
 
-async fn start_consumer(
-    link: &Link,
-    queue: &ShortString,
-    prefetch: u16,
-) -> Result<(Channel, Consumer)> {
+async fn start_consumer(link: &Link, queue: &ShortString, prefetch: u16) -> Result<(Channel, Consumer)> {
     let channel = link.connection.create_channel().await.map_err(broker)?;
-    channel
-        .basic_qos(prefetch.max(1), BasicQosOptions::default())
-        .await
-        .map_err(broker)?;
+    channel.basic_qos(prefetch.max(1), BasicQosOptions::default()).await.map_err(broker)?;
     let consumer = channel
-        .basic_consume(
-            queue.clone(),
-            "".into(),
-            BasicConsumeOptions::default(),
-            FieldTable::default(),
-        )
+        .basic_consume(queue.clone(), "".into(), BasicConsumeOptions::default(), FieldTable::default())
         .await
         .map_err(broker)?;
     Ok((channel, consumer))
@@ -1093,11 +931,7 @@ impl WorkQueue for AmqpQueue {
         })
     }
 
-    fn emit<'a>(
-        &'a self,
-        task: &'a ClaimedTask,
-        event: &'a WorkerEvent,
-    ) -> BoxFuture<'a, Result<()>> {
+    fn emit<'a>(&'a self, task: &'a ClaimedTask, event: &'a WorkerEvent) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let link = self.shared.claim_link(task)?;
             match self.shared.publish_event_on(&link, event).await? {
@@ -1115,9 +949,7 @@ impl WorkQueue for AmqpQueue {
                     // The event may or may not have reached the broker; either way the delivery goes back to
                     // the queue with the connection, so the worker must stop and let the redelivery run.
                     lock(&self.shared.claims).remove(&task.token);
-                    Err(QueueError::LeaseLost {
-                        task_id: task.envelope.task_id.clone(),
-                    })
+                    Err(QueueError::LeaseLost { task_id: task.envelope.task_id.clone() })
                 }
             }
         })
@@ -1131,9 +963,7 @@ impl WorkQueue for AmqpQueue {
         Box::pin(async move {
             let shared = &self.shared;
             lock(&shared.controls).take(&task.envelope.task_id);
-            let lost = || QueueError::LeaseLost {
-                task_id: task.envelope.task_id.clone(),
-            };
+            let lost = || QueueError::LeaseLost { task_id: task.envelope.task_id.clone() };
             let link = shared.claim_link(task)?;
             let held = lock(&shared.claims).remove(&task.token).ok_or_else(lost)?;
             if let Err(error) = held.acker.ack(BasicAckOptions::default()).await {
@@ -1162,14 +992,8 @@ mod tests {
         assert_eq!(delivery_count(&with_count(AMQPValue::LongLongInt(2))), 2);
         assert_eq!(delivery_count(&with_count(AMQPValue::LongInt(3))), 3);
         assert_eq!(delivery_count(&with_count(AMQPValue::LongLongInt(-5))), 0);
-        assert_eq!(
-            delivery_count(&with_count(AMQPValue::LongLongInt(i64::MAX))),
-            u32::MAX - 1
-        );
-        assert_eq!(
-            delivery_count(&with_count(AMQPValue::LongString("7".into()))),
-            0
-        );
+        assert_eq!(delivery_count(&with_count(AMQPValue::LongLongInt(i64::MAX))), u32::MAX - 1);
+        assert_eq!(delivery_count(&with_count(AMQPValue::LongString("7".into()))), 0);
     }
 
     #[test]
@@ -1177,26 +1001,14 @@ mod tests {
         let mut buffer = ControlBuffer::default();
         buffer.push(ControlMessage::new("t0", ControlKind::Cancel));
         for i in 0..BUFFERED_TASKS + 10 {
-            buffer.push(ControlMessage::new(
-                &format!("s{i}"),
-                ControlKind::Steer { text: "x".into() },
-            ));
+            buffer.push(ControlMessage::new(&format!("s{i}"), ControlKind::Steer { text: "x".into() }));
         }
         for _ in 0..BUFFERED_PER_TASK + 5 {
-            buffer.push(ControlMessage::new(
-                "busy",
-                ControlKind::Steer { text: "y".into() },
-            ));
+            buffer.push(ControlMessage::new("busy", ControlKind::Steer { text: "y".into() }));
         }
         assert!(buffer.by_task.len() <= BUFFERED_TASKS);
-        assert!(
-            buffer.take("t0").is_empty(),
-            "the oldest buffer was evicted"
-        );
-        assert!(
-            buffer.cancelled.contains("t0"),
-            "but the cancel is remembered"
-        );
+        assert!(buffer.take("t0").is_empty(), "the oldest buffer was evicted");
+        assert!(buffer.cancelled.contains("t0"), "but the cancel is remembered");
         assert_eq!(buffer.take("busy").len(), BUFFERED_PER_TASK);
         assert!(buffer.take("busy").is_empty());
     }

@@ -27,9 +27,7 @@ async fn a_task_goes_round_trip() {
     let confirmed = published.elapsed();
     let (worker, claimed, claimed_at) = claiming.await.unwrap();
     let pickup = claimed_at - published;
-    println!(
-        "publish confirmed after {confirmed:?}; idle worker picked the task up after {pickup:?}"
-    );
+    println!("publish confirmed after {confirmed:?}; idle worker picked the task up after {pickup:?}");
     assert!(pickup < Duration::from_secs(1), "pickup took {pickup:?}");
     assert_eq!(claimed.envelope, task("t1", 3));
     assert_eq!(claimed.attempt, 1);
@@ -38,19 +36,10 @@ async fn a_task_goes_round_trip() {
         "t1",
         1,
         "w1",
-        WorkerEventKind::Progress {
-            step: 1,
-            tool_names: vec!["bash".into()],
-            total_tokens: 3,
-        },
+        WorkerEventKind::Progress { step: 1, tool_names: vec!["bash".into()], total_tokens: 3 },
     );
     worker.emit(&claimed, &progress).await.unwrap();
-    let steer = ControlMessage::new(
-        "t1",
-        ControlKind::Steer {
-            text: "hurry".into(),
-        },
-    );
+    let steer = ControlMessage::new("t1", ControlKind::Steer { text: "hurry".into() });
     orchestrator.control(&steer).await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(5);
     let controls = loop {
@@ -61,10 +50,7 @@ async fn a_task_goes_round_trip() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     };
     assert_eq!(controls, vec![steer]);
-    assert!(
-        worker.controls(&claimed).await.unwrap().is_empty(),
-        "a control message is read once"
-    );
+    assert!(worker.controls(&claimed).await.unwrap().is_empty(), "a control message is read once");
     let finished = done("t1", 1, "w1");
     worker.emit(&claimed, &finished).await.unwrap();
     worker.settle(&claimed).await.unwrap();
@@ -77,17 +63,10 @@ async fn a_task_goes_round_trip() {
     orchestrator.close().await;
     let fresh = connect(&settings, "orchestrator-2").await;
     assert!(
-        tokio::time::timeout(Duration::from_millis(500), fresh.next_event())
-            .await
-            .is_err(),
+        tokio::time::timeout(Duration::from_millis(500), fresh.next_event()).await.is_err(),
         "acknowledged events are gone"
     );
-    assert!(
-        tokio::time::timeout(Duration::from_millis(300), worker.claim())
-            .await
-            .is_err(),
-        "a settled task is gone"
-    );
+    assert!(tokio::time::timeout(Duration::from_millis(300), worker.claim()).await.is_err(), "a settled task is gone");
     fresh.delete_topology().await.unwrap();
 }
 
@@ -106,10 +85,7 @@ async fn a_redelivery_after_a_worker_died_counts_as_an_attempt() {
     assert_eq!(second.envelope.task_id, "t1");
     assert_eq!(second.attempt, 2, "a redelivery counts as an attempt");
     let late = WorkerEvent::new("t1", 1, "w1", WorkerEventKind::Started);
-    assert!(matches!(
-        w1.emit(&first, &late).await,
-        Err(QueueError::LeaseLost { .. })
-    ));
+    assert!(matches!(w1.emit(&first, &late).await, Err(QueueError::LeaseLost { .. })));
     w2.emit(&second, &done("t1", 2, "w2")).await.unwrap();
     w2.settle(&second).await.unwrap();
     let event = next(&orchestrator).await;
@@ -134,12 +110,7 @@ async fn a_task_that_keeps_dying_is_failed_after_max_attempts() {
     let event = next(&orchestrator).await;
     assert_eq!(event.task_id, "t1");
     match event.kind {
-        WorkerEventKind::Finished {
-            outcome,
-            stop_reason,
-            error,
-            ..
-        } => {
+        WorkerEventKind::Finished { outcome, stop_reason, error, .. } => {
             assert_eq!(outcome, TaskOutcome::Failed);
             assert_eq!(stop_reason, "worker_error");
             assert!(error.unwrap().contains("2 times"));
@@ -157,14 +128,9 @@ async fn garbage_on_the_queue_is_dead_lettered_and_the_worker_goes_on() {
     let orchestrator = connect(&settings, "orchestrator").await;
     let worker = connect(&settings, "w").await;
 
-    let raw = Connection::connect(&settings.broker_url, ConnectionProperties::default())
-        .await
-        .unwrap();
+    let raw = Connection::connect(&settings.broker_url, ConnectionProperties::default()).await.unwrap();
     let channel = raw.create_channel().await.unwrap();
-    for (id, body) in [
-        ("bad", &b"\xc1\xff\x00garbage"[..]),
-        ("worse", &b"{\"json\": 1}"[..]),
-    ] {
+    for (id, body) in [("bad", &b"\xc1\xff\x00garbage"[..]), ("worse", &b"{\"json\": 1}"[..])] {
         channel
             .basic_publish(
                 "".into(),
@@ -179,10 +145,7 @@ async fn garbage_on_the_queue_is_dead_lettered_and_the_worker_goes_on() {
     orchestrator.publish(&task("good", 3)).await.unwrap();
 
     let claimed = claim(&worker).await;
-    assert_eq!(
-        claimed.envelope.task_id, "good",
-        "the worker skips the garbage and keeps working"
-    );
+    assert_eq!(claimed.envelope.task_id, "good", "the worker skips the garbage and keeps working");
     for expected in ["bad", "worse"] {
         let event = next(&orchestrator).await;
         assert_eq!(event.task_id, expected);
@@ -191,19 +154,12 @@ async fn garbage_on_the_queue_is_dead_lettered_and_the_worker_goes_on() {
     let dead = channel
         .queue_declare(
             format!("{}.dead", settings.queue_name).as_str().into(),
-            lapin::options::QueueDeclareOptions {
-                passive: true,
-                ..Default::default()
-            },
+            lapin::options::QueueDeclareOptions { passive: true, ..Default::default() },
             Default::default(),
         )
         .await
         .unwrap();
-    assert_eq!(
-        dead.message_count(),
-        2,
-        "undecodable tasks are dead-lettered"
-    );
+    assert_eq!(dead.message_count(), 2, "undecodable tasks are dead-lettered");
     raw.close(200, "bye".into()).await.unwrap();
     orchestrator.delete_topology().await.unwrap();
 }
@@ -214,10 +170,7 @@ async fn a_task_cancelled_before_it_is_claimed_is_reported_cancelled() {
     let orchestrator = connect(&settings, "orchestrator").await;
     let worker = connect(&settings, "w").await;
     orchestrator.publish(&task("t1", 3)).await.unwrap();
-    orchestrator
-        .control(&ControlMessage::new("t1", ControlKind::Cancel))
-        .await
-        .unwrap();
+    orchestrator.control(&ControlMessage::new("t1", ControlKind::Cancel)).await.unwrap();
     orchestrator.publish(&task("t2", 3)).await.unwrap();
     // The cancel reaches the worker's control queue asynchronously.
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -227,11 +180,7 @@ async fn a_task_cancelled_before_it_is_claimed_is_reported_cancelled() {
     let event = next(&orchestrator).await;
     assert_eq!(event.task_id, "t1");
     match event.kind {
-        WorkerEventKind::Finished {
-            outcome,
-            stop_reason,
-            ..
-        } => {
+        WorkerEventKind::Finished { outcome, stop_reason, .. } => {
             assert_eq!(outcome, TaskOutcome::Cancelled);
             assert_eq!(stop_reason, "cancelled");
         }
@@ -247,30 +196,20 @@ async fn many_tasks_publish_pipelined_and_each_ends_once() {
     let tasks: Vec<_> = (0..500).map(|i| task(&format!("t{i}"), 3)).collect();
     let started = Instant::now();
     orchestrator.publish_many(&tasks).await.unwrap();
-    println!(
-        "500 tasks published and confirmed in {:?}",
-        started.elapsed()
-    );
+    println!("500 tasks published and confirmed in {:?}", started.elapsed());
     let worker = connect(&settings, "w").await;
     let work = tokio::spawn(async move {
         for _ in 0..500 {
             let claimed = claim(&worker).await;
             let id = claimed.envelope.task_id.clone();
-            worker
-                .emit(&claimed, &done(&id, claimed.attempt, "w"))
-                .await
-                .unwrap();
+            worker.emit(&claimed, &done(&id, claimed.attempt, "w")).await.unwrap();
             worker.settle(&claimed).await.unwrap();
         }
     });
     let mut seen = std::collections::HashSet::new();
     for _ in 0..500 {
         let event = next(&orchestrator).await;
-        assert!(
-            seen.insert(event.task_id.clone()),
-            "{} twice",
-            event.task_id
-        );
+        assert!(seen.insert(event.task_id.clone()), "{} twice", event.task_id);
     }
     work.await.unwrap();
     orchestrator.delete_topology().await.unwrap();

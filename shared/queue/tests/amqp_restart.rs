@@ -22,29 +22,21 @@ async fn rabbitmqctl(args: &[&str]) {
         .output()
         .await
         .expect("rabbitmqctl runs (the restart test needs the broker on this machine)");
-    assert!(
-        output.status.success(),
-        "rabbitmqctl {args:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert!(output.status.success(), "rabbitmqctl {args:?} failed: {}", String::from_utf8_lossy(&output.stderr));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_task_ends_exactly_once_across_a_broker_restart() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "minibot_queue=info".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "minibot_queue=info".into()),
         )
         .with_test_writer()
         .try_init();
     let settings = settings(4);
     let orchestrator = Arc::new(connect(&settings, "orchestrator").await);
     let tasks: Vec<_> = (0..TASKS).map(|i| task(&format!("t{i}"), 5)).collect();
-    orchestrator
-        .publish_many(&tasks[..TASKS / 2])
-        .await
-        .unwrap();
+    orchestrator.publish_many(&tasks[..TASKS / 2]).await.unwrap();
 
     let completions = Arc::new(AtomicUsize::new(0));
     let lost = Arc::new(AtomicUsize::new(0));
@@ -61,19 +53,14 @@ async fn every_task_ends_exactly_once_across_a_broker_restart() {
                     continue;
                 };
                 let id = claimed.envelope.task_id.clone();
-                let started =
-                    WorkerEvent::new(&id, claimed.attempt, &name, WorkerEventKind::Started);
+                let started = WorkerEvent::new(&id, claimed.attempt, &name, WorkerEventKind::Started);
                 if worker.emit(&claimed, &started).await.is_err() {
                     lost.fetch_add(1, Ordering::Relaxed);
                     continue;
                 }
                 // Long enough that the restart catches tasks mid-run.
                 tokio::time::sleep(Duration::from_millis(100)).await;
-                if worker
-                    .emit(&claimed, &done(&id, claimed.attempt, &name))
-                    .await
-                    .is_err()
-                {
+                if worker.emit(&claimed, &done(&id, claimed.attempt, &name)).await.is_err() {
                     lost.fetch_add(1, Ordering::Relaxed);
                     continue;
                 }
@@ -120,38 +107,24 @@ async fn every_task_ends_exactly_once_across_a_broker_restart() {
             let _ = orchestrator.ack_event(&delivery).await;
             if delivery.event.is_terminal() {
                 retried += usize::from(delivery.event.attempt > 1);
-                *terminal
-                    .lock()
-                    .unwrap()
-                    .entry(delivery.event.task_id.clone())
-                    .or_default() += 1;
+                *terminal.lock().unwrap().entry(delivery.event.task_id.clone()).or_default() += 1;
             }
         }
         // Anything still redelivered after every task ended must not surface as a second answer.
         let drain_until = Instant::now() + Duration::from_secs(3);
-        while let Ok(Ok(delivery)) =
-            tokio::time::timeout_at(drain_until.into(), orchestrator.next_event()).await
-        {
+        while let Ok(Ok(delivery)) = tokio::time::timeout_at(drain_until.into(), orchestrator.next_event()).await {
             let _ = orchestrator.ack_event(&delivery).await;
             if delivery.event.is_terminal() {
-                *terminal
-                    .lock()
-                    .unwrap()
-                    .entry(delivery.event.task_id.clone())
-                    .or_default() += 1;
+                *terminal.lock().unwrap().entry(delivery.event.task_id.clone()).or_default() += 1;
             }
         }
         let restart_took = restart.expect("the broker was restarted").await.unwrap();
         publisher.expect("published").await.unwrap().unwrap();
         (restart_took, retried)
     };
-    let Ok((restart_took, retried)) = tokio::time::timeout(Duration::from_secs(120), run).await
-    else {
+    let Ok((restart_took, retried)) = tokio::time::timeout(Duration::from_secs(120), run).await else {
         let ended = terminal.lock().unwrap();
-        let missing: Vec<_> = (0..TASKS)
-            .map(|i| format!("t{i}"))
-            .filter(|id| !ended.contains_key(id))
-            .collect();
+        let missing: Vec<_> = (0..TASKS).map(|i| format!("t{i}")).filter(|id| !ended.contains_key(id)).collect();
         panic!(
             "not every task ended within 120 s; {} workers finished {} runs; missing: {missing:?}",
             WORKERS,

@@ -7,8 +7,7 @@ use minibot_queue::{TaskQueue, WorkQueue};
 use std::time::Duration;
 
 pub fn broker_url() -> String {
-    std::env::var("MINIBOT_TEST_AMQP_URL")
-        .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into())
+    std::env::var("MINIBOT_TEST_AMQP_URL").unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into())
 }
 
 /// Fresh queue and exchange names, so tests neither share nor inherit messages.
@@ -42,11 +41,7 @@ pub fn task(id: &str, max_attempts: u32) -> TaskEnvelope {
         prompt: "do it".into(),
         context_json: None,
         model_overrides: ModelOverrides::default(),
-        limits: TaskLimits {
-            timeout_seconds: 30,
-            max_steps: None,
-            max_tool_calls: None,
-        },
+        limits: TaskLimits { timeout_seconds: 30, max_steps: None, max_tool_calls: None },
         owner_id: "primary".into(),
         channel: "console".into(),
         chat_id: Some(1),
