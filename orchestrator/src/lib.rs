@@ -8,6 +8,7 @@ pub mod cli;
 pub mod conversation;
 pub mod logging;
 pub mod messages;
+pub mod ownership;
 pub mod router;
 pub mod runtime;
 pub mod tasks;

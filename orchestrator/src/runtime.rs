@@ -14,7 +14,13 @@ pub struct Runtime {
     pub config: Arc<Config>,
     pub provider: Arc<dyn ChatProvider>,
     pub model: ModelSettings,
-    pub tools: ToolRegistry,
+    /// Built-in and task tools, after the main agent's policy; MCP tools are added per turn ([`Runtime::tools`]).
+    base_tools: ToolRegistry,
+    policy: ToolPolicy,
+    /// Tools hidden from the main agent because specialists own them (`tool_ownership_mode`).
+    ownership: crate::ownership::Ownership,
+    pub mcp: Option<Arc<minibot_mcp::McpHub>>,
+    spill_root: Option<std::path::PathBuf>,
     pub store: Store,
     pub limits: Limits,
     /// Show provider error details in replies (log level DEBUG), as MiniBot does.
@@ -51,7 +57,16 @@ impl Runtime {
         if let Some(hub) = &tasks {
             minibot_tools::tasks::register(&mut tools, hub.clone(), config.tasks.delegation_mode);
         }
-        let tools = tools.filtered(&policy);
+        let base_tools = tools.filtered(&policy);
+        let mcp = if config.tools.mcp.enabled {
+            let hub = minibot_mcp::McpHub::start(&config.tools.mcp).await;
+            tracing::info!(servers = config.tools.mcp.servers.len(), tools = hub.tools().len(), "mcp servers started");
+            Some(hub)
+        } else {
+            None
+        };
+        let ownership = crate::ownership::Ownership::load(&config)?;
+        let spill_root = services.files.as_ref().map(|f| f.path().to_path_buf());
 
         let prompts = PromptLibrary::new(Some(config.resolve_path(&config.llm.prompts_dir)));
         let base_prompt = minibot_agent::prompt::main_base_prompt(&config, &prompts)?;
@@ -65,7 +80,11 @@ impl Runtime {
                 reasoning_effort: endpoint.reasoning_effort.clone(),
             },
             provider,
-            tools,
+            base_tools,
+            policy,
+            ownership,
+            mcp,
+            spill_root,
             store,
             limits: Limits {
                 max_steps: Some(max_steps),
@@ -91,7 +110,8 @@ impl Runtime {
                 for policy in self.prompts.policies().unwrap_or_default() {
                     builder.push(policy);
                 }
-                let delegation_visible = self.tools.get("delegate").is_some() || self.tools.get("spawn_task").is_some();
+                let delegation_visible =
+                    self.base_tools.get("delegate").is_some() || self.base_tools.get("spawn_task").is_some();
                 if delegation_visible {
                     if let Ok(Some(policy)) = self.prompts.get("delegation.md") {
                         builder.push(policy);
@@ -120,6 +140,60 @@ impl Runtime {
 }
 
 impl Runtime {
+    /// The main agent's tools for one turn: built-ins and task tools, plus the MCP tools as they are now (a
+    /// reload changes them), after the main agent's policy and tool ownership.
+    pub fn tools(&self) -> ToolRegistry {
+        let mut tools = self.base_tools.clone();
+        if let Some(hub) = &self.mcp {
+            let mut remote = ToolRegistry::new();
+            for tool in hub.tools() {
+                if self.policy.permits(tool.name()) && !self.ownership.hides(tool.name()) {
+                    remote.register(tool);
+                }
+            }
+            // Long MCP results spill to a managed file like every other tool's; the read-back tools come along
+            // only so the spill notice can name them.
+            for name in ["code_read", "grep", "read_file", "bash"] {
+                if let Some(tool) = self.base_tools.get(name) {
+                    remote.register(Arc::clone(tool));
+                }
+            }
+            let remote = minibot_agent::wrap_with_spill(
+                &remote,
+                &self.config.tools.tool_output_spill,
+                self.spill_root.as_deref(),
+            );
+            for name in remote.names() {
+                if tools.get(&name).is_none()
+                    && let Some(tool) = remote.get(&name)
+                {
+                    tools.register(Arc::clone(tool));
+                }
+            }
+        }
+        if self.ownership.is_shared() {
+            return tools;
+        }
+        let ownership = &self.ownership;
+        tools.filtered(&ToolPolicy::Deny(
+            minibot_agent::Patterns::new(&tools.names().into_iter().filter(|n| ownership.hides(n)).collect::<Vec<_>>())
+                .unwrap_or_default(),
+        ))
+    }
+
+    /// The system prompt for a turn: the channel's composed prompt plus the instructions of the MCP servers
+    /// whose tools the agent can see.
+    pub fn system_prompt_for(&self, channel: &str, tools: &ToolRegistry) -> String {
+        let mut prompt = self.system_prompt(channel);
+        if let Some(hub) = &self.mcp {
+            for fragment in hub.instructions_for(&tools.names()) {
+                prompt.push_str("\n\n");
+                prompt.push_str(&fragment);
+            }
+        }
+        prompt
+    }
+
     /// Task ids the turn handed off (its reply says so, and `--once` waits for them).
     pub fn take_handoffs(&self, turn_id: &str) -> Vec<String> {
         self.tasks.as_ref().map(|hub| hub.take_handoffs(turn_id)).unwrap_or_default()

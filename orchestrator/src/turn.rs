@@ -70,11 +70,12 @@ pub async fn run_turn(
         turn_id: inbound.event_id.clone(),
         task_depth: inbound.source.as_ref().map_or(0, |s| s.depth),
     };
+    let tools = rt.tools();
     let run = AgentRun {
         provider: rt.provider.as_ref(),
         model: &rt.model,
-        tools: &rt.tools,
-        system_prompt: rt.system_prompt(&inbound.channel),
+        tools: &tools,
+        system_prompt: rt.system_prompt_for(&inbound.channel, &tools),
         history,
         user_message: inbound.text.clone(),
         limits: rt.limits,

@@ -3,5 +3,6 @@
 
 mod bad_input;
 mod console;
+mod mcp;
 mod rabbitmq;
 mod tasks;

@@ -23,12 +23,14 @@ pub struct Assembled {
     pub system_prompt: String,
     pub limits: Limits,
     pub agent_label: String,
+    /// The specialist's own MCP connections, opened for this task; shut them down after it.
+    pub mcp: Option<Arc<minibot_mcp::McpHub>>,
 }
 
 /// What went wrong assembling: the task fails with this text.
 pub type AssemblyError = String;
 
-pub fn assemble(config: &Arc<Config>, task: &TaskEnvelope) -> Result<Assembled, AssemblyError> {
+pub async fn assemble(config: &Arc<Config>, task: &TaskEnvelope) -> Result<Assembled, AssemblyError> {
     let library = PromptLibrary::new(Some(config.resolve_path(&config.llm.prompts_dir)));
     let agent = match task.agent_name.as_deref().filter(|n| !n.is_empty()) {
         Some(name) => Some(find_agent(config, name)?),
@@ -43,9 +45,23 @@ pub fn assemble(config: &Arc<Config>, task: &TaskEnvelope) -> Result<Assembled, 
 
     let services = ToolServices::new(config.clone(), None)
         .map_err(|e| format!("tools.file_storage.root_dir: cannot create it: {e}"))?;
-    let tools = match &agent {
+    let mut tools = match &agent {
         Some(agent) => specialist_tools(&minibot_tools::worker_tools(&services), agent)?,
         None => minibot_tools::worker_generic_tools(&services),
+    };
+    // Only a specialist that lists servers in `mcp_servers` gets MCP tools, from connections of its own.
+    let mcp = match agent.as_ref().filter(|a| !a.mcp_servers.is_empty() && config.tools.mcp.enabled) {
+        Some(agent) => {
+            let hub = minibot_mcp::McpHub::start_subset(&config.tools.mcp, &agent.mcp_servers).await;
+            let deny = minibot_agent::Patterns::new(&agent.tools_deny).map_err(|e| e.to_string())?;
+            for tool in hub.tools() {
+                if !deny.matches(tool.name()) {
+                    tools.register(tool);
+                }
+            }
+            Some(hub)
+        }
+        None => None,
     };
     let tools =
         tools.filtered(&ToolPolicy::Deny(minibot_agent::Patterns::new(RESERVED_TOOLS).map_err(|e| e.to_string())?));
@@ -82,6 +98,7 @@ pub fn assemble(config: &Arc<Config>, task: &TaskEnvelope) -> Result<Assembled, 
         },
         agent_label: agent.map_or_else(|| "task_worker".to_string(), |a| a.name),
         endpoint,
+        mcp,
     })
 }
 

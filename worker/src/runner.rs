@@ -45,15 +45,22 @@ impl Worker {
 
     pub async fn run_task(&self, task: &ClaimedTask) -> Result<(), QueueError> {
         self.queue.emit(task, &self.event(task, WorkerEventKind::Started)).await?;
-        let finished = match assemble(&self.config, &task.envelope) {
-            Ok(assembled) => match self.execute(task, assembled).await {
-                Ok(kind) => kind,
-                Err(Interrupt::LeaseLost) => {
-                    tracing::warn!(task_id = %task.envelope.task_id, "lease lost; another worker owns the task now");
-                    return Ok(());
+        let finished = match assemble(&self.config, &task.envelope).await {
+            Ok(mut assembled) => {
+                let mcp = assembled.mcp.take();
+                let result = self.execute(task, assembled).await;
+                if let Some(hub) = mcp {
+                    hub.shutdown().await;
                 }
-                Err(Interrupt::Cancelled) => finished(TaskOutcome::Cancelled, "cancelled", None, None),
-            },
+                match result {
+                    Ok(kind) => kind,
+                    Err(Interrupt::LeaseLost) => {
+                        tracing::warn!(task_id = %task.envelope.task_id, "lease lost; another worker owns the task now");
+                        return Ok(());
+                    }
+                    Err(Interrupt::Cancelled) => finished(TaskOutcome::Cancelled, "cancelled", None, None),
+                }
+            }
             Err(error) => finished(TaskOutcome::Failed, "worker_error", None, Some(error)),
         };
         match self.queue.emit(task, &self.event(task, finished)).await {

@@ -1,0 +1,75 @@
+//! `[orchestration].tool_ownership_mode`: which tools the main agent leaves to its specialists.
+//! `shared` hides nothing; `exclusive` hides every tool some specialist is granted; `exclusive_mcp` hides only
+//! the MCP tools granted to specialists. Servers in `shared_mcp_servers` are never hidden.
+
+use minibot_agent::ToolPolicy;
+use minibot_config::{AgentDefinition, Config, ToolOwnershipMode, load_agents};
+
+pub struct Ownership {
+    mode: ToolOwnershipMode,
+    prefix: String,
+    shared_servers: Vec<String>,
+    specialists: Vec<(AgentDefinition, ToolPolicy)>,
+}
+
+impl Ownership {
+    pub fn load(config: &Config) -> anyhow::Result<Self> {
+        let mode = config.orchestration.tool_ownership_mode;
+        let agents = if mode != ToolOwnershipMode::Shared && config.specialists_enabled() {
+            load_agents(&config.resolve_path(&config.orchestration.directory))?
+        } else {
+            Vec::new()
+        };
+        let mut specialists = Vec::new();
+        for agent in agents {
+            let policy = ToolPolicy::from_lists(&agent.tools_allow, &agent.tools_deny)?;
+            specialists.push((agent, policy));
+        }
+        Ok(Self {
+            mode,
+            prefix: config.tools.mcp.name_prefix.clone(),
+            shared_servers: config.orchestration.shared_mcp_servers.clone(),
+            specialists,
+        })
+    }
+
+    pub fn is_shared(&self) -> bool {
+        self.mode == ToolOwnershipMode::Shared || self.specialists.is_empty()
+    }
+
+    /// The MCP server of a tool name (`<prefix>_<server>__<tool>`), if it is an MCP tool.
+    fn mcp_server<'a>(&self, name: &'a str) -> Option<&'a str> {
+        let rest = name.strip_prefix(self.prefix.as_str())?.strip_prefix('_')?;
+        rest.split_once("__").map(|(server, _)| server)
+    }
+
+    fn granted_to_a_specialist(&self, name: &str) -> bool {
+        let server = self.mcp_server(name);
+        self.specialists.iter().any(|(agent, policy)| match server {
+            // MiniBot's rule: `tools_allow` does not filter MCP tools of listed servers, `tools_deny` does.
+            Some(server) => {
+                agent.mcp_servers.iter().any(|s| s == server)
+                    && !matches!(policy, ToolPolicy::Deny(deny) if deny.matches(name))
+            }
+            None => match policy {
+                ToolPolicy::All => false,
+                _ => policy.permits(name),
+            },
+        })
+    }
+
+    pub fn hides(&self, name: &str) -> bool {
+        if self.is_shared() {
+            return false;
+        }
+        let server = self.mcp_server(name);
+        if server.is_some_and(|s| self.shared_servers.iter().any(|shared| shared == s)) {
+            return false;
+        }
+        match self.mode {
+            ToolOwnershipMode::Shared => false,
+            ToolOwnershipMode::ExclusiveMcp => server.is_some() && self.granted_to_a_specialist(name),
+            ToolOwnershipMode::Exclusive => self.granted_to_a_specialist(name),
+        }
+    }
+}

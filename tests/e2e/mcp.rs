@@ -1,0 +1,117 @@
+//! MCP end to end: the real `minibot` binary with `@modelcontextprotocol/server-everything` over stdio.
+
+use minibot_e2e::{Home, Reply, Script, ScriptedLlm, stderr, stdout};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+
+fn everything_js() -> String {
+    let dir = std::env::var_os("MINIBOT_MCP_PEERS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/minibot-rs/mcp-peers"));
+    let path = dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(path.is_file(), "server-everything missing at {}: run scripts/setup-mcp-peers.sh", path.display());
+    path.display().to_string()
+}
+
+fn mcp_config() -> String {
+    format!(
+        "[tools.mcp]\nenabled = true\ntimeout_seconds = 20\n[[tools.mcp.servers]]\nname = \"everything\"\n\
+         command = \"node\"\nargs = [\"{}\", \"stdio\"]\n",
+        everything_js()
+    )
+}
+
+fn tool_names(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|tools| tools.iter().filter_map(|t| t["function"]["name"].as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn the_model_calls_an_mcp_tool_and_the_user_sees_its_result() {
+    let llm = ScriptedLlm::start(vec![Script::new(
+        "echo through mcp",
+        vec![
+            Reply::tool("mcp_everything__echo", json!({ "message": "hello from mcp" })),
+            Reply::text("The server said hello."),
+        ],
+    )])
+    .await;
+    let home = Home::new(&llm.base_url(), &mcp_config());
+    let output = minibot_e2e::run(home.minibot(&["console", "--once", "echo through mcp"])).await;
+    assert!(output.status.success(), "stderr: {}", stderr(&output));
+    assert_eq!(stdout(&output), "The server said hello.\n");
+    let requests = llm.requests();
+    let offered = tool_names(&requests[0]);
+    assert!(offered.contains(&"mcp_everything__echo".to_string()), "{offered:?}");
+    let echo = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "mcp_everything__echo")
+        .unwrap();
+    assert!(echo["function"]["description"].as_str().unwrap().starts_with("[everything]"));
+    let system = requests[0]["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("MCP server `everything` instructions"), "server instructions in the prompt");
+    let result = requests[1]["messages"].as_array().unwrap().iter().find(|m| m["role"] == "tool").unwrap();
+    let result: Value = serde_json::from_str(result["content"].as_str().unwrap()).unwrap();
+    assert_eq!(result["ok"], true);
+    assert_eq!(result["server"], "everything");
+    assert!(result["result"].as_str().unwrap().contains("hello from mcp"), "{result}");
+}
+
+#[tokio::test]
+async fn a_specialist_gets_its_own_mcp_servers_in_the_worker() {
+    let llm = ScriptedLlm::start(vec![
+        Script::new(
+            "ask the echo agent",
+            vec![
+                Reply::tool("spawn_task", json!({ "prompt": "echo something", "agent_name": "echoer" })),
+                Reply::text("Asked the echo agent."),
+            ],
+        ),
+        Script::new(
+            "echo something",
+            vec![
+                Reply::tool("mcp_everything__echo", json!({ "message": "from the specialist" })),
+                Reply::text("Echoed."),
+            ],
+        ),
+    ])
+    .await;
+    // The main agent does not see the server's tools (exclusive_mcp); the specialist does.
+    let extra = format!(
+        "{}[orchestration]\ntool_ownership_mode = \"exclusive_mcp\"\n[tasks]\nlocal_workers = 1\n",
+        mcp_config()
+    );
+    let home = Home::new(&llm.base_url(), &extra);
+    std::fs::create_dir_all(home.path().join("agents")).unwrap();
+    std::fs::write(
+        home.path().join("agents/echoer.md"),
+        "---\nname: echoer\ndescription: Echoes things\ntools_allow:\n  - current_datetime\nmcp_servers:\n  - everything\n---\nYou echo what you are asked to.\n",
+    )
+    .unwrap();
+    let output = minibot_e2e::run(home.minibot(&["console", "--once", "ask the echo agent"])).await;
+    assert!(output.status.success(), "stderr: {}", stderr(&output));
+    assert_eq!(stdout(&output), "Asked the echo agent.\nEchoed.\n");
+    let requests = llm.requests();
+    let main = tool_names(&requests[0]);
+    assert!(!main.iter().any(|n| n.starts_with("mcp_everything__")), "hidden from the main agent: {main:?}");
+    assert!(requests[0]["messages"][0]["content"].as_str().unwrap().contains("- echoer: Echoes things"));
+    let worker = requests
+        .iter()
+        .find(|r| r["messages"].as_array().unwrap().iter().any(|m| m["content"] == "echo something"))
+        .unwrap();
+    let worker_tools = tool_names(worker);
+    assert!(worker_tools.contains(&"mcp_everything__echo".to_string()), "{worker_tools:?}");
+    assert!(worker_tools.contains(&"current_datetime".to_string()));
+    assert!(!worker_tools.contains(&"calculate_expression".to_string()), "tools_allow limits built-in tools");
+    assert!(!worker_tools.contains(&"spawn_task".to_string()));
+    let worker_result = requests
+        .iter()
+        .filter_map(|r| r["messages"].as_array())
+        .flat_map(|m| m.iter())
+        .find(|m| m["role"] == "tool" && m["content"].as_str().unwrap_or_default().contains("from the specialist"));
+    assert!(worker_result.is_some(), "the specialist's MCP call ran");
+}
