@@ -6,7 +6,9 @@
 pub mod channels;
 pub mod cli;
 pub mod conversation;
+pub mod guardrail;
 pub mod logging;
+pub mod mcp_supervisor;
 pub mod messages;
 pub mod ownership;
 pub mod router;

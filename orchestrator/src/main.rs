@@ -41,6 +41,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         let rt = runtime::Runtime::build(config).await?;
         let router = actix::Actor::start(Router::new(rt.clone()));
         rt.start_tasks(&router, worker);
+        rt.start_mcp_supervision();
         match cli.command {
             Some(Command::Console(args)) => run_console(router, args, task_timeout).await,
             Some(Command::Worker) => Ok(0),

@@ -20,6 +20,8 @@ pub struct Runtime {
     /// Tools hidden from the main agent because specialists own them (`tool_ownership_mode`).
     ownership: crate::ownership::Ownership,
     pub mcp: Option<Arc<minibot_mcp::McpHub>>,
+    /// `[orchestration].main_tool_use_guardrail = "llm_classifier"`.
+    pub guardrail: Option<crate::guardrail::Guardrail>,
     spill_root: Option<std::path::PathBuf>,
     pub store: Store,
     pub limits: Limits,
@@ -66,6 +68,7 @@ impl Runtime {
             None
         };
         let ownership = crate::ownership::Ownership::load(&config)?;
+        let guardrail = crate::guardrail::Guardrail::from_config(&config)?;
         let spill_root = services.files.as_ref().map(|f| f.path().to_path_buf());
 
         let prompts = PromptLibrary::new(Some(config.resolve_path(&config.llm.prompts_dir)));
@@ -84,6 +87,7 @@ impl Runtime {
             policy,
             ownership,
             mcp,
+            guardrail,
             spill_root,
             store,
             limits: Limits {
@@ -197,6 +201,13 @@ impl Runtime {
     /// Task ids the turn handed off (its reply says so, and `--once` waits for them).
     pub fn take_handoffs(&self, turn_id: &str) -> Vec<String> {
         self.tasks.as_ref().map(|hub| hub.take_handoffs(turn_id)).unwrap_or_default()
+    }
+
+    /// Starts the supervised MCP connection actors.
+    pub fn start_mcp_supervision(&self) {
+        if let Some(hub) = &self.mcp {
+            crate::mcp_supervisor::supervise(hub);
+        }
     }
 
     /// Connects background tasks to the router: the coordinator starts consuming worker events, and with the

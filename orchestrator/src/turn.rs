@@ -49,7 +49,7 @@ pub async fn run_turn(
             };
         }
     };
-    let history = history
+    let history: Vec<Message> = history
         .into_iter()
         .map(|m| match m.role {
             Role::User => Message::User(m.content),
@@ -71,19 +71,48 @@ pub async fn run_turn(
         task_depth: inbound.source.as_ref().map_or(0, |s| s.depth),
     };
     let tools = rt.tools();
+    let system_prompt = rt.system_prompt_for(&inbound.channel, &tools);
     let run = AgentRun {
         provider: rt.provider.as_ref(),
         model: &rt.model,
         tools: &tools,
-        system_prompt: rt.system_prompt_for(&inbound.channel, &tools),
-        history,
+        system_prompt: system_prompt.clone(),
+        history: history.clone(),
         user_message: inbound.text.clone(),
         limits: rt.limits,
-        context,
+        context: context.clone(),
         inbox: Some(&mut inbox),
         on_event: &on_event,
     };
-    let result = run.run().await;
+    let mut result = run.run().await;
+    if let (Some(guard), Ok(first)) = (&rt.guardrail, &result)
+        && first.tools_used.is_empty()
+        && first.stop_reason == minibot_agent::StopReason::Completed
+        && !tools.is_empty()
+        && guard.requires_tools(&inbound.text, &first.answer, &tools.names()).await
+    {
+        tracing::info!(session = %session, "answered without tools although tools were needed; running the turn again");
+        let steered_first = first.steered.clone();
+        let rerun = AgentRun {
+            provider: rt.provider.as_ref(),
+            model: &rt.model,
+            tools: &tools,
+            system_prompt: format!("{system_prompt}\n\n{}", crate::guardrail::RETRY_SUFFIX),
+            history,
+            user_message: inbound.text.clone(),
+            limits: rt.limits,
+            context,
+            inbox: None,
+            on_event: &on_event,
+        };
+        result = rerun.run().await.map(|mut again| {
+            if again.tools_used.is_empty() {
+                again.answer = crate::guardrail::GUARDRAIL_REPLY.into();
+            }
+            again.steered = steered_first;
+            again
+        });
+    }
     let steered_now: Vec<Inbound> = steered.lock().map(|s| s.clone()).unwrap_or_default();
     match result {
         Ok(outcome) => {

@@ -115,3 +115,33 @@ async fn a_specialist_gets_its_own_mcp_servers_in_the_worker() {
         .find(|m| m["role"] == "tool" && m["content"].as_str().unwrap_or_default().contains("from the specialist"));
     assert!(worker_result.is_some(), "the specialist's MCP call ran");
 }
+
+#[actix::test]
+async fn a_server_down_at_start_up_gets_its_tools_once_it_comes_up() {
+    use actix::Actor as _;
+    let dir = tempfile::tempdir().unwrap();
+    let flag = dir.path().join("server-may-start");
+    let path = dir.path().join("config.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[llm]\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key = \"k\"\n[tools.mcp]\nenabled = true\ntimeout_seconds = 10\n\
+             [[tools.mcp.servers]]\nname = \"late\"\ncommand = \"sh\"\n\
+             args = [\"-c\", \"test -f {} && exec node {} stdio\"]\n",
+            flag.display(),
+            everything_js()
+        ),
+    )
+    .unwrap();
+    let config = minibot_config::Config::load(Some(&path)).unwrap();
+    let rt = minibot_orchestrator::runtime::Runtime::build(config).await.unwrap();
+    let _router = minibot_orchestrator::router::Router::new(rt.clone()).start();
+    assert!(!rt.tools().names().iter().any(|n| n.starts_with("mcp_late__")), "no tools while the server is down");
+    rt.start_mcp_supervision();
+    std::fs::write(&flag, "").unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(40);
+    while !rt.tools().names().iter().any(|n| n == "mcp_late__echo") {
+        assert!(std::time::Instant::now() < deadline, "the supervisor brought the server's tools in");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}

@@ -167,3 +167,78 @@ async fn a_broken_agent_file_stops_start_up_with_its_name() {
     let err = stderr(&output);
     assert!(err.contains("agents/helper.md") && err.contains("colour"), "{err}");
 }
+
+mod in_process {
+    //! The orchestrator in-process with real worker processes, to reach the task service directly.
+
+    use minibot_e2e::{Reply, Script, ScriptedLlm, binary};
+    use minibot_orchestrator::router::Router;
+    use minibot_orchestrator::runtime::Runtime;
+    use minibot_orchestrator::tasks::WorkerCommand;
+    use minibot_tools::tasks::{Delivery, TaskRequest, TaskService};
+    use std::time::{Duration, Instant};
+
+    #[actix::test]
+    async fn cancelling_a_running_task_stops_its_worker_and_reports_nothing() {
+        use actix::Actor as _;
+        let llm = ScriptedLlm::start(vec![
+            Script::new("slow work", vec![Reply::text("too late")]).delay(Duration::from_secs(30)),
+        ])
+        .await;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(
+            &path,
+            format!("[llm]\nbase_url = \"{}\"\napi_key = \"k\"\n[tasks]\nlocal_workers = 1\n", llm.base_url()),
+        )
+        .unwrap();
+        let config = minibot_config::Config::load(Some(&path)).unwrap();
+        let rt = Runtime::build(config).await.unwrap();
+        let router = Router::new(rt.clone()).start();
+        let worker = WorkerCommand {
+            program: binary("minibot"),
+            args: vec!["worker".into(), "--config".into(), path.display().to_string()],
+        };
+        rt.start_tasks(&router, Some(worker));
+        let hub = rt.tasks.clone().unwrap();
+        let ctx = minibot_agent::ToolContext {
+            session_id: "test:1".into(),
+            channel: "test".into(),
+            chat_id: Some(1),
+            owner_id: "primary".into(),
+            ..Default::default()
+        };
+        let request = TaskRequest {
+            delivery: Delivery::Spawn,
+            prompt: "slow work".into(),
+            agent_name: None,
+            context_json: None,
+            timeout_seconds: None,
+            model_provider: None,
+            model: None,
+            reasoning_effort: None,
+        };
+        let queued = hub.submit(request, &ctx).await.unwrap();
+        let task_id = queued["task_id"].as_str().unwrap().to_string();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while llm.requests().is_empty() {
+            assert!(Instant::now() < deadline, "the worker started the task");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let cancelled = hub.cancel(&task_id, &ctx).await.unwrap();
+        assert_eq!(cancelled["cancelled"], true);
+        // The worker drops its run at the next control poll and settles: the queue empties long before the
+        // model would have answered.
+        let queue = hub.sqlite.clone().unwrap();
+        let started = Instant::now();
+        while queue.depth().await.unwrap() > 0 {
+            assert!(started.elapsed() < Duration::from_secs(5), "the worker stopped the cancelled task");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let record = hub.store.get(&task_id).await.unwrap().unwrap();
+        assert_eq!(record.status, "cancelled");
+        assert!(record.result_text.is_none(), "no result");
+        let again = hub.cancel(&task_id, &ctx).await.unwrap();
+        assert_eq!(again["cancelled"], false);
+    }
+}

@@ -196,3 +196,30 @@ async fn step_limit_ends_the_turn_with_the_reference_message() {
     assert_eq!(h.reply().await.text, minibot_agent::MAX_STEPS_REPLY);
     assert_eq!(llm.requests().len(), 2);
 }
+
+#[actix::test]
+async fn the_guardrail_reruns_a_turn_that_needed_tools() {
+    let llm = ScriptedLlm::start(vec![
+        // First attempt answers from memory; the rerun uses the clock.
+        Script::new(
+            "what time is it?",
+            vec![Reply::tool("current_datetime", json!({})), Reply::text("It is exactly now.")],
+        )
+        .fail_first(vec![Reply::text("It is probably noon.")]),
+        Script::containing(
+            "Decide whether tools were required",
+            vec![Reply::text(r#"{"requires_tools": true, "reason": "needs the clock"}"#)],
+        ),
+        Script::new("tell me a joke", vec![Reply::text("A joke.")]),
+    ])
+    .await;
+    let extra = "[orchestration]\nmain_tool_use_guardrail = \"llm_classifier\"\n";
+    let mut h = Harness::start(&llm.base_url(), extra).await;
+    h.send(1, "what time is it?");
+    assert_eq!(h.reply().await.text, "It is exactly now.");
+    let system = llm.requests().last().unwrap()["messages"][0]["content"].as_str().unwrap().to_string();
+    assert!(system.contains("Tool use check"), "the rerun carries the reminder");
+    // A request that needs no tools: the classifier is asked, says yes again, the rerun still uses none.
+    h.send(2, "tell me a joke");
+    assert_eq!(h.reply().await.text, minibot_orchestrator::guardrail::GUARDRAIL_REPLY);
+}

@@ -143,6 +143,14 @@ pub(crate) fn check(config: &Config, origin: &str) -> Result<()> {
         }
     }
 
+    let guardrail = config.orchestration.main_tool_use_guardrail.as_str();
+    if !matches!(guardrail, "disabled" | "llm_classifier") {
+        return Err(invalid(
+            "orchestration.main_tool_use_guardrail",
+            format!("`{guardrail}` is not one of disabled, llm_classifier"),
+        ));
+    }
+
     let http = &config.http;
     let loopback = matches!(http.host.as_str(), "127.0.0.1" | "::1" | "localhost");
     let has_auth =

@@ -84,6 +84,7 @@ struct State {
     scripts: Vec<Script>,
     failures_served: HashMap<String, usize>,
     requests: Vec<Value>,
+    arrivals: Vec<std::time::Instant>,
     default_delay: Duration,
 }
 
@@ -120,6 +121,11 @@ impl ScriptedLlm {
     /// Every chat-completions request body received so far.
     pub fn requests(&self) -> Vec<Value> {
         self.state.lock().map(|s| s.requests.clone()).unwrap_or_default()
+    }
+
+    /// When each request of [`Self::requests`] arrived.
+    pub fn arrivals(&self) -> Vec<std::time::Instant> {
+        self.state.lock().map(|s| s.arrivals.clone()).unwrap_or_default()
     }
 
     /// Delay applied to every reply whose script sets none.
@@ -160,6 +166,7 @@ async fn handle(state: Arc<Mutex<State>>, req: Request<Incoming>) -> Result<Resp
             Err(poisoned) => poisoned.into_inner(),
         };
         state.requests.push(request.clone());
+        state.arrivals.push(std::time::Instant::now());
         choose(&mut state, &messages)
     };
     if !delay.is_zero() {

@@ -1,0 +1,101 @@
+//! One supervised actor per MCP server. Calls already reconnect on demand; the actor also watches its server
+//! between calls, so a server that crashed or was down at start-up is reconnected in the background (with
+//! growing pauses while it stays down), and a server whose tools could not be loaded gets them as soon as it
+//! answers, without waiting for `reload_mcp`.
+
+use actix::prelude::*;
+use minibot_mcp::{McpHub, McpServer};
+use std::sync::Arc;
+use std::time::Duration;
+
+const CHECK_EVERY: Duration = Duration::from_secs(5);
+const MAX_PAUSE: Duration = Duration::from_secs(60);
+
+pub struct McpConnection {
+    hub: Arc<McpHub>,
+    server: Arc<McpServer>,
+    connected: bool,
+    checking: bool,
+    /// Checks to skip while the server stays down (backoff).
+    skip: u32,
+    failures: u32,
+}
+
+impl McpConnection {
+    fn new(hub: Arc<McpHub>, server: Arc<McpServer>) -> Self {
+        Self { hub, server, connected: true, checking: false, skip: 0, failures: 0 }
+    }
+
+    fn check(&mut self, ctx: &mut Context<Self>) {
+        if self.checking {
+            return;
+        }
+        if self.skip > 0 {
+            self.skip -= 1;
+            return;
+        }
+        self.checking = true;
+        let server = self.server.clone();
+        let probe = async move {
+            if server.is_connected().await {
+                return Ok(true);
+            }
+            server.connect().await.map(|()| false)
+        };
+        ctx.spawn(probe.into_actor(self).map(|result, act, _ctx| {
+            act.checking = false;
+            let name = act.server.name().to_string();
+            match result {
+                Ok(true) => {}
+                Ok(false) => {
+                    tracing::info!(server = %name, "mcp server reconnected");
+                    act.failures = 0;
+                    let missing_tools =
+                        act.hub.status().iter().any(|s| s.name == name && (s.tools.is_empty() || s.error.is_some()));
+                    if missing_tools {
+                        let hub = act.hub.clone();
+                        actix::spawn(async move {
+                            hub.reload().await;
+                        });
+                    }
+                    act.connected = true;
+                }
+                Err(error) => {
+                    if act.connected {
+                        tracing::warn!(server = %name, error = %error, "mcp server is down; reconnecting in the background");
+                    }
+                    act.connected = false;
+                    act.failures += 1;
+                    let pause = (CHECK_EVERY * 2u32.saturating_pow(act.failures.min(4))).min(MAX_PAUSE);
+                    act.skip = (pause.as_secs() / CHECK_EVERY.as_secs()).saturating_sub(1) as u32;
+                }
+            }
+        }));
+    }
+}
+
+impl Actor for McpConnection {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.run_interval(CHECK_EVERY, |act, ctx| act.check(ctx));
+    }
+}
+
+impl Supervised for McpConnection {
+    fn restarting(&mut self, _ctx: &mut Context<Self>) {
+        tracing::warn!(server = %self.server.name(), "mcp connection actor restarted");
+        self.checking = false;
+    }
+}
+
+/// Starts one supervised connection actor per configured server.
+pub fn supervise(hub: &Arc<McpHub>) -> Vec<Addr<McpConnection>> {
+    hub.servers()
+        .iter()
+        .map(|server| {
+            let (hub, server) = (hub.clone(), server.clone());
+            Supervisor::start(move |_| McpConnection::new(hub, server))
+        })
+        .collect()
+}
