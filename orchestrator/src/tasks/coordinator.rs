@@ -51,6 +51,22 @@ impl Actor for TaskCoordinator {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
+        // Ended tasks older than `done_retention_seconds` are purged at start and every hour.
+        let retention = self.hub.config.tasks.sqlite.done_retention_seconds;
+        let store = self.hub.store.clone();
+        ctx.spawn(
+            async move {
+                loop {
+                    match store.purge(retention).await {
+                        Ok(0) => {}
+                        Ok(n) => tracing::info!(tasks = n, "purged ended tasks past their retention"),
+                        Err(error) => tracing::warn!(error = %error, "cannot purge old tasks"),
+                    }
+                    tokio::time::sleep(Duration::from_secs(3600)).await;
+                }
+            }
+            .into_actor(self),
+        );
         // Events are read by one loop and applied one at a time by the actor, in queue order.
         let queue = self.hub.queue.clone();
         let me = ctx.address();

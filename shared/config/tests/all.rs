@@ -131,3 +131,12 @@ fn example_config_loads() {
     let config = Config::from_toml(&text, "config.example.toml", "/srv", &|_| Some("x".into()));
     assert!(config.is_ok(), "{:?}", config.err());
 }
+
+#[test]
+fn shipped_specialists_load() {
+    let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../agents"));
+    let agents = minibot_config::load_agents(dir).expect("shipped agents parse");
+    let names: Vec<&str> = agents.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["coder", "researcher"]);
+    assert!(agents.iter().all(|a| !a.tools_allow.is_empty() && !a.system_prompt.is_empty()));
+}
