@@ -92,3 +92,17 @@ pub fn children_of(pid: u32) -> Vec<u32> {
 pub fn kill_hard(pid: u32) {
     let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
 }
+
+/// How many model requests had `text` as their last user message (a worker's or a turn's own requests).
+pub fn requests_for(llm: &ScriptedLlm, text: &str) -> usize {
+    llm.requests()
+        .iter()
+        .filter(|r| {
+            r["messages"]
+                .as_array()
+                .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+                .and_then(|m| m["content"].as_str())
+                == Some(text)
+        })
+        .count()
+}

@@ -1,7 +1,7 @@
 //! Background tasks over a real RabbitMQ broker: the orchestrator publishes, separately started
 //! `minibot-worker` processes consume. Each test uses its own queue and exchange names and removes them.
 
-use minibot_e2e::{Home, Reply, Script, ScriptedLlm, binary, kill_hard, stderr, stdout};
+use minibot_e2e::{Home, Reply, Script, ScriptedLlm, binary, kill_hard, requests_for, stderr, stdout};
 use minibot_queue::amqp::{AmqpQueue, AmqpSettings};
 use serde_json::json;
 use std::process::{Child, Command, Stdio};
@@ -118,15 +118,6 @@ async fn spawn_and_delegate_over_rabbitmq() {
     broker.remove().await;
 }
 
-fn worker_requests(llm: &ScriptedLlm) -> usize {
-    llm.requests()
-        .iter()
-        .filter(|r| {
-            r["messages"].as_array().and_then(|m| m.last()).map(|m| m["content"].clone()) == Some(json!("slow work"))
-        })
-        .count()
-}
-
 #[tokio::test]
 async fn a_worker_killed_mid_task_hands_it_to_another_over_rabbitmq() {
     let broker = Broker::new().await;
@@ -146,7 +137,7 @@ async fn a_worker_killed_mid_task_hands_it_to_another_over_rabbitmq() {
     let child = command.spawn().unwrap();
     let waiter = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap());
     let deadline = Instant::now() + Duration::from_secs(60);
-    while worker_requests(&llm) < 1 {
+    while requests_for(&llm, "slow work") < 1 {
         assert!(Instant::now() < deadline, "a worker took the task");
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
@@ -156,7 +147,7 @@ async fn a_worker_killed_mid_task_hands_it_to_another_over_rabbitmq() {
     let output = tokio::time::timeout(Duration::from_secs(90), waiter).await.expect("finished").unwrap();
     assert!(output.status.success(), "stderr: {}", stderr(&output));
     assert_eq!(stdout(&output), "Started.\nslow result\n", "exactly one result");
-    assert_eq!(worker_requests(&llm), 2, "the second worker ran it again");
+    assert_eq!(requests_for(&llm, "slow work"), 2, "the second worker ran it again");
     let url = format!("sqlite://{}", home.path().join("data/tasks.db").display());
     let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
     let rows: Vec<(String, i64)> = sqlx::query_as("SELECT status, attempts FROM tasks").fetch_all(&pool).await.unwrap();

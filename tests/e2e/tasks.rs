@@ -1,24 +1,11 @@
 //! Background tasks with the SQLite queue: the real orchestrator starts real worker processes.
 
-use minibot_e2e::{Home, Reply, Script, ScriptedLlm, children_of, kill_hard, stderr, stdout};
+use minibot_e2e::{Home, Reply, Script, ScriptedLlm, children_of, kill_hard, requests_for, stderr, stdout};
 use serde_json::json;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 const TASKS: &str = "[tasks]\nlocal_workers = 2\nprogress_interval_seconds = 0.01\n";
-
-fn requests_for(llm: &ScriptedLlm, user_text: &str) -> usize {
-    llm.requests()
-        .iter()
-        .filter(|r| {
-            r["messages"]
-                .as_array()
-                .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
-                .map(|m| m["content"].clone())
-                == Some(json!(user_text))
-        })
-        .count()
-}
 
 async fn attempts(home: &Home) -> Vec<(String, i64)> {
     let url = format!("sqlite://{}", home.path().join("data/tasks.db").display());

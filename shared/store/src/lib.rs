@@ -42,21 +42,7 @@ pub struct Store {
 impl Store {
     /// Opens (creating when missing) the database at `path` and applies migrations.
     pub async fn open(path: &Path, max_history_messages: Option<u32>) -> Result<Self> {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)
-                .map_err(|source| StoreError::CreateDir { path: path.to_path_buf(), source })?;
-        }
-        let options = SqliteConnectOptions::new()
-            .filename(path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(Duration::from_secs(5));
-        let pool = SqlitePoolOptions::new()
-            .max_connections(4)
-            .connect_with(options)
-            .await
-            .map_err(|source| StoreError::Open { path: path.to_path_buf(), source })?;
+        let pool = open_pool(path, 4).await?;
         sqlx::migrate!("./migrations")
             .run(&pool)
             .await
@@ -71,6 +57,24 @@ impl Store {
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// A WAL-mode pool on `path`, creating the file and its folder when missing.
+pub(crate) async fn open_pool(path: &Path, max_connections: u32) -> Result<SqlitePool> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|source| StoreError::CreateDir { path: path.to_path_buf(), source })?;
+    }
+    let options = SqliteConnectOptions::new()
+        .filename(path)
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Normal)
+        .busy_timeout(Duration::from_secs(10));
+    SqlitePoolOptions::new()
+        .max_connections(max_connections)
+        .connect_with(options)
+        .await
+        .map_err(|source| StoreError::Open { path: path.to_path_buf(), source })
 }
 
 pub(crate) fn now() -> String {

@@ -5,9 +5,8 @@
 use crate::{Result, StoreError, now};
 use serde_json::{Value, json};
 use sqlx::Row;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::SqlitePool;
 use std::path::Path;
-use std::time::Duration;
 
 /// Events kept per task; older ones are dropped.
 pub const MAX_EVENTS_PER_TASK: i64 = 100;
@@ -123,21 +122,7 @@ pub enum Lookup {
 
 impl TaskStore {
     pub async fn open(path: &Path) -> Result<Self> {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)
-                .map_err(|source| StoreError::CreateDir { path: path.to_path_buf(), source })?;
-        }
-        let options = SqliteConnectOptions::new()
-            .filename(path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(Duration::from_secs(10));
-        let pool = SqlitePoolOptions::new()
-            .max_connections(2)
-            .connect_with(options)
-            .await
-            .map_err(|source| StoreError::Open { path: path.to_path_buf(), source })?;
+        let pool = crate::open_pool(path, 2).await?;
         let mut migrator = sqlx::migrate!("./migrations_tasks");
         // The same file holds the SQLite queue's own tables.
         migrator.set_ignore_missing(true);
