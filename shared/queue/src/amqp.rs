@@ -838,7 +838,8 @@ impl Shared {
         }
     }
 
-    /// Queues an acknowledgement for [`run_background`].
+    /// Queues an acknowledgement for [`run_background`]. Unbounded, but each job holds an unacked delivery, so
+    /// the prefetch counts bound it.
     fn in_background(&self, job: Background) {
         self.in_background.send_modify(|n| *n += 1);
         if self.background.send(job).is_err() {

@@ -63,7 +63,9 @@ pub trait TaskQueue: Send + Sync {
     fn control<'a>(&'a self, message: &'a ControlMessage) -> BoxFuture<'a, Result<()>>;
     /// Waits for the next worker event.
     fn next_event(&self) -> BoxFuture<'_, Result<EventDelivery>>;
-    /// Removes an applied event from the queue.
+    /// Removes an applied event from the queue. May return before the backend has done so (AMQP sends the ack
+    /// in the background); an event whose removal is lost is delivered again, and must be applied idempotently
+    /// (the AMQP backend itself drops events that follow a task's terminal event).
     fn ack_event(&self, delivery: &EventDelivery) -> BoxFuture<'_, Result<()>>;
 }
 
