@@ -9,8 +9,13 @@
 //! - `<exchange_name>.control`: fanout exchange for cancel and steer; every connection binds its own
 //!   exclusive, auto-delete queue to it and buffers what arrives per task.
 //!
-//! Every publish waits for its publisher confirm (many publishes are pipelined on one channel). A task is
-//! acknowledged only in [`WorkQueue::settle`], after its terminal event was confirmed.
+//! Every publish waits for its publisher confirm (many publishes are pipelined on one channel), except a
+//! worker's terminal event: [`WorkQueue::emit`] returns once it is sent, and [`WorkQueue::settle`] hands the
+//! task's acknowledgement to a background task that sends it only after that confirm arrives, so a worker
+//! goes on to its next task without waiting a confirm round trip. A task is never acknowledged before its
+//! terminal event is confirmed: a negative confirm (or a return) puts the task back on the queue (another
+//! attempt), a lost connection leaves it to the broker to redeliver; the duplicate filter below keeps the
+//! first terminal event. [`TaskQueue::ack_event`] likewise sends the event's ack in the background.
 //!
 //! Broker restarts: a supervisor task per [`AmqpQueue`] notices a dead connection (its control consumer ends,
 //! or any operation reports a failure), reconnects with exponential backoff and redeclares everything.
@@ -34,19 +39,23 @@
 use crate::{ClaimedTask, EventDelivery, QueueError, Result, TaskQueue, WorkQueue, dead_task_error};
 use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
+use futures_util::stream::FuturesUnordered;
 use lapin::options::{
     BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions, BasicRejectOptions,
     ConfirmSelectOptions, ExchangeDeclareOptions, ExchangeDeleteOptions, QueueBindOptions, QueueDeclareOptions,
     QueueDeleteOptions,
 };
 use lapin::types::{AMQPValue, FieldTable, ShortString};
-use lapin::{Acker, BasicProperties, Channel, Confirmation, Connection, ConnectionProperties, Consumer, ExchangeKind};
+use lapin::{
+    Acker, BasicProperties, Channel, Confirmation, Connection, ConnectionProperties, Consumer, ExchangeKind,
+    PublisherConfirm,
+};
 use minibot_protocol::{ControlKind, ControlMessage, TaskEnvelope, TaskOutcome, WorkerEvent, WorkerEventKind};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use tokio::sync::{Mutex, watch};
+use tokio::sync::{Mutex, mpsc, watch};
 use tokio::task::JoinHandle;
 
 /// First and longest pause between reconnect attempts.
@@ -241,6 +250,21 @@ struct Held {
     acker: Acker,
 }
 
+/// A task a worker claimed, with the confirms of terminal events emitted for it and not yet awaited.
+struct Claim {
+    generation: u64,
+    acker: Acker,
+    terminal: Vec<PublisherConfirm>,
+}
+
+/// Acknowledgements sent in the background, off the caller's path.
+enum Background {
+    /// Acknowledge a settled task once one of its terminal events is confirmed.
+    Settle { task_id: String, generation: u64, acker: Acker, terminal: Vec<PublisherConfirm> },
+    /// Acknowledge an event the orchestrator applied.
+    AckEvent(Held),
+}
+
 struct Shared {
     settings: AmqpSettings,
     names: Names,
@@ -250,7 +274,10 @@ struct Shared {
     broken: watch::Sender<u64>,
     controls: std::sync::Mutex<ControlBuffer>,
     /// Claimed tasks by token, with the connection that delivered them.
-    claims: std::sync::Mutex<HashMap<String, Held>>,
+    claims: std::sync::Mutex<HashMap<String, Claim>>,
+    /// Work for [`run_background`], and how many jobs it has not finished yet.
+    background: mpsc::UnboundedSender<Background>,
+    in_background: watch::Sender<usize>,
     /// Events handed to the orchestrator and not yet acknowledged, by our own tag.
     unacked_events: std::sync::Mutex<HashMap<u64, Held>>,
     next_event_tag: AtomicU64,
@@ -264,12 +291,14 @@ struct Shared {
 pub struct AmqpQueue {
     shared: Arc<Shared>,
     supervisor: JoinHandle<()>,
+    background: JoinHandle<()>,
 }
 
 impl Drop for AmqpQueue {
     fn drop(&mut self) {
-        // The supervisor owns a reference to the shared state; stopping it lets the connection close.
+        // Both own a reference to the shared state; stopping them lets the connection close.
         self.supervisor.abort();
+        self.background.abort();
     }
 }
 
@@ -285,6 +314,8 @@ impl AmqpQueue {
         let names = Names::new(config)?;
         let (link_tx, _) = watch::channel(LinkState::Reconnecting);
         let (broken_tx, _) = watch::channel(0);
+        let (background_tx, background_rx) = mpsc::unbounded_channel();
+        let (in_background, _) = watch::channel(0);
         let shared = Arc::new(Shared {
             settings: config.clone(),
             names,
@@ -293,6 +324,8 @@ impl AmqpQueue {
             broken: broken_tx,
             controls: std::sync::Mutex::default(),
             claims: std::sync::Mutex::default(),
+            background: background_tx,
+            in_background,
             unacked_events: std::sync::Mutex::default(),
             next_event_tag: AtomicU64::new(1),
             finished: std::sync::Mutex::default(),
@@ -301,7 +334,8 @@ impl AmqpQueue {
         let (link, controls) = open_link(&shared, 1).await?;
         shared.link.send_replace(LinkState::Up(link.clone()));
         let supervisor = tokio::spawn(supervise(shared.clone(), link, controls));
-        Ok(AmqpQueue { shared, supervisor })
+        let background = tokio::spawn(run_background(shared.clone(), background_rx));
+        Ok(AmqpQueue { shared, supervisor, background })
     }
 
     /// Publishes many tasks with pipelined confirms; returns once the broker confirmed all of them.
@@ -314,7 +348,12 @@ impl AmqpQueue {
     }
 
     /// Closes the connection without acknowledging anything held: unsettled tasks go back to the queue.
+    /// Acknowledgements already under way in the background (settled tasks, acked events) are given up to
+    /// 5 s to finish first.
     pub async fn close(&self) {
+        let mut pending = self.shared.in_background.subscribe();
+        let _ = tokio::time::timeout(Duration::from_secs(5), pending.wait_for(|n| *n == 0)).await;
+        self.background.abort();
         self.supervisor.abort();
         let link = self.shared.link.send_replace(LinkState::Closed);
         if let LinkState::Up(link) = link {
@@ -522,6 +561,31 @@ impl Shared {
         });
     }
 
+    /// Sends one message on one connection; the confirm is the caller's to await.
+    async fn send(&self, link: &Link, target: Target, message: &Outgoing) -> lapin::Result<PublisherConfirm> {
+        let (exchange, routing_key, persistent, mandatory) = match target {
+            Target::Task => (self.names.tasks_exchange.clone(), "".into(), true, true),
+            Target::Event => ("".into(), self.names.events_queue.clone(), true, true),
+            // Controls are fanned out to whoever is connected; nobody connected is not an error.
+            Target::Control => (self.names.control_exchange.clone(), "".into(), false, false),
+        };
+        let mut properties = BasicProperties::default()
+            .with_content_type("application/msgpack".into())
+            .with_delivery_mode(if persistent { 2 } else { 1 });
+        if let Ok(id) = ShortString::try_new(message.id.clone()) {
+            properties = properties.with_message_id(id);
+        }
+        link.publisher
+            .basic_publish(
+                exchange,
+                routing_key,
+                BasicPublishOptions { mandatory, immediate: false },
+                &message.body,
+                properties,
+            )
+            .await
+    }
+
     /// Publishes a batch on one connection, pipelining confirms `PIPELINE` at a time.
     async fn publish_on(
         &self,
@@ -530,12 +594,6 @@ impl Shared {
         batch: &[Outgoing],
         indices: &[usize],
     ) -> std::result::Result<(), PublishFailure> {
-        let (exchange, routing_key, persistent, mandatory) = match target {
-            Target::Task => (self.names.tasks_exchange.clone(), "".into(), true, true),
-            Target::Event => ("".into(), self.names.events_queue.clone(), true, true),
-            // Controls are fanned out to whoever is connected; nobody connected is not an error.
-            Target::Control => (self.names.control_exchange.clone(), "".into(), false, false),
-        };
         let mut unconfirmed = Vec::new();
         let mut connection_lost = false;
         let mut reason = String::new();
@@ -549,23 +607,7 @@ impl Shared {
                 let Some(message) = batch.get(index) else {
                     continue;
                 };
-                let mut properties = BasicProperties::default()
-                    .with_content_type("application/msgpack".into())
-                    .with_delivery_mode(if persistent { 2 } else { 1 });
-                if let Ok(id) = ShortString::try_new(message.id.clone()) {
-                    properties = properties.with_message_id(id);
-                }
-                match link
-                    .publisher
-                    .basic_publish(
-                        exchange.clone(),
-                        routing_key.clone(),
-                        BasicPublishOptions { mandatory, immediate: false },
-                        &message.body,
-                        properties,
-                    )
-                    .await
-                {
+                match self.send(link, target, message).await {
                     Ok(confirm) => confirms.push((index, confirm)),
                     Err(error) => {
                         connection_lost = true;
@@ -754,7 +796,8 @@ impl Shared {
             return Ok(None);
         }
         let token = format!("{}.{}", link.generation, delivery.delivery_tag);
-        lock(&self.claims).insert(token.clone(), Held { generation: link.generation, acker: delivery.acker });
+        let claim = Claim { generation: link.generation, acker: delivery.acker, terminal: Vec::new() };
+        lock(&self.claims).insert(token.clone(), claim);
         Ok(Some(ClaimedTask { envelope, attempt, token }))
     }
 
@@ -767,6 +810,105 @@ impl Shared {
             _ => {
                 lock(&self.claims).remove(&task.token);
                 Err(lost())
+            }
+        }
+    }
+}
+
+impl Shared {
+    /// Sends a claimed task's terminal event without waiting for its confirm, which [`WorkQueue::settle`]
+    /// leaves to the background.
+    async fn send_terminal(&self, link: &Link, task: &ClaimedTask, event: &WorkerEvent) -> Result<()> {
+        let lost = || QueueError::LeaseLost { task_id: task.envelope.task_id.clone() };
+        let message = Outgoing { id: event.task_id.clone(), body: event.encode()? };
+        match self.send(link, Target::Event, &message).await {
+            Ok(confirm) => {
+                let mut claims = lock(&self.claims);
+                let claim = claims.get_mut(&task.token).ok_or_else(lost)?;
+                claim.terminal.push(confirm);
+                Ok(())
+            }
+            Err(error) => {
+                // As with a lost confirm: the delivery goes back with the connection, the worker stops.
+                tracing::warn!(task_id = %event.task_id, error = %error, "terminal event not sent");
+                self.report_broken(link.generation);
+                lock(&self.claims).remove(&task.token);
+                Err(lost())
+            }
+        }
+    }
+
+    /// Queues an acknowledgement for [`run_background`]. Unbounded, but each job holds an unacked delivery, so
+    /// the prefetch counts bound it.
+    fn in_background(&self, job: Background) {
+        self.in_background.send_modify(|n| *n += 1);
+        if self.background.send(job).is_err() {
+            // Only after `close`: nothing is acknowledged, the broker redelivers.
+            self.in_background.send_modify(|n| *n = n.saturating_sub(1));
+        }
+    }
+
+    async fn run_job(&self, job: Background) {
+        match job {
+            Background::AckEvent(held) => {
+                if let Err(error) = held.acker.ack(BasicAckOptions::default()).await {
+                    tracing::debug!(error = %error, "event ack failed; it will be redelivered");
+                    self.report_broken(held.generation);
+                }
+            }
+            Background::Settle { task_id, generation, acker, terminal } => {
+                let deadline = tokio::time::Instant::now() + CONFIRM_TIMEOUT;
+                let mut stored = false;
+                let mut connection_lost = false;
+                let mut refused = None;
+                for confirm in terminal {
+                    match tokio::time::timeout_at(deadline, confirm).await {
+                        Ok(Ok(Confirmation::Ack(None))) => stored = true,
+                        Ok(Ok(Confirmation::Ack(Some(returned)))) => {
+                            refused = Some(format!("the broker returned the message: {}", returned.reply_text));
+                        }
+                        Ok(Ok(Confirmation::Nack(_))) => refused = Some("the broker refused the message (nack)".into()),
+                        Ok(Ok(Confirmation::NotRequested)) => {
+                            refused = Some("publisher confirms are off on this channel".into());
+                        }
+                        Ok(Err(_)) | Err(_) => connection_lost = true,
+                    }
+                }
+                if stored {
+                    // The answer is stored: a redelivery reaching this worker is a duplicate, even if this ack
+                    // is lost with the connection.
+                    lock(&self.settled).insert(&task_id);
+                    if let Err(error) = acker.ack(BasicAckOptions::default()).await {
+                        tracing::warn!(task_id = %task_id, error = %error, "ack failed; the task will be redelivered");
+                        self.report_broken(generation);
+                    }
+                } else if connection_lost {
+                    tracing::warn!(task_id = %task_id, "terminal event not confirmed; the task will be redelivered");
+                    self.report_broken(generation);
+                } else {
+                    let reason = refused.unwrap_or_default();
+                    tracing::warn!(task_id = %task_id, reason = %reason, "terminal event refused; task requeued");
+                    if let Err(error) = acker.reject(BasicRejectOptions { requeue: true }).await {
+                        tracing::warn!(error = %error, "requeue failed");
+                        self.report_broken(generation);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Runs the acknowledgements handed over by `settle` and `ack_event`, many at a time.
+async fn run_background(shared: Arc<Shared>, mut jobs: mpsc::UnboundedReceiver<Background>) {
+    let mut running = FuturesUnordered::new();
+    loop {
+        tokio::select! {
+            job = jobs.recv() => match job {
+                Some(job) => running.push(shared.run_job(job)),
+                None => return,
+            },
+            Some(()) = running.next(), if !running.is_empty() => {
+                shared.in_background.send_modify(|n| *n = n.saturating_sub(1));
             }
         }
     }
@@ -869,12 +1011,10 @@ impl TaskQueue for AmqpQueue {
             let Some(held) = lock(&self.shared.unacked_events).remove(&tag) else {
                 return Ok(());
             };
-            // If the connection is gone the event comes back; terminal ones are then dropped as duplicates and
-            // the coordinator applies the others idempotently, so a failed ack is not the caller's problem.
-            if let Err(error) = held.acker.ack(BasicAckOptions::default()).await {
-                tracing::debug!(error = %error, "event ack failed; it will be redelivered");
-                self.shared.report_broken(held.generation);
-            }
+            // Sent in the background. If the connection is gone the event comes back; terminal ones are then
+            // dropped as duplicates and the coordinator applies the others idempotently, so a failed ack is not
+            // the caller's problem.
+            self.shared.in_background(Background::AckEvent(held));
             Ok(())
         })
     }
@@ -934,15 +1074,11 @@ impl WorkQueue for AmqpQueue {
     fn emit<'a>(&'a self, task: &'a ClaimedTask, event: &'a WorkerEvent) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let link = self.shared.claim_link(task)?;
+            if event.is_terminal() {
+                return self.shared.send_terminal(&link, task, event).await;
+            }
             match self.shared.publish_event_on(&link, event).await? {
-                Published::Confirmed => {
-                    if event.is_terminal() {
-                        // The answer is stored: a redelivery reaching this worker is a duplicate, even if the
-                        // settle that follows is lost with the connection.
-                        lock(&self.shared.settled).insert(&task.envelope.task_id);
-                    }
-                    Ok(())
-                }
+                Published::Confirmed => Ok(()),
                 // The claim still holds; the caller may retry the event or give up on the task.
                 Published::Refused(reason) => Err(QueueError::Broker(reason)),
                 Published::ConnectionLost => {
@@ -965,8 +1101,17 @@ impl WorkQueue for AmqpQueue {
             lock(&shared.controls).take(&task.envelope.task_id);
             let lost = || QueueError::LeaseLost { task_id: task.envelope.task_id.clone() };
             let link = shared.claim_link(task)?;
-            let held = lock(&shared.claims).remove(&task.token).ok_or_else(lost)?;
-            if let Err(error) = held.acker.ack(BasicAckOptions::default()).await {
+            let claim = lock(&shared.claims).remove(&task.token).ok_or_else(lost)?;
+            if !claim.terminal.is_empty() {
+                shared.in_background(Background::Settle {
+                    task_id: task.envelope.task_id.clone(),
+                    generation: claim.generation,
+                    acker: claim.acker,
+                    terminal: claim.terminal,
+                });
+                return Ok(());
+            }
+            if let Err(error) = claim.acker.ack(BasicAckOptions::default()).await {
                 tracing::warn!(task_id = %task.envelope.task_id, error = %error, "ack failed; the task will be redelivered");
                 shared.report_broken(link.generation);
                 return Err(lost());

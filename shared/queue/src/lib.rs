@@ -3,11 +3,14 @@
 //! The orchestrator holds a [`TaskQueue`]: it publishes [`TaskEnvelope`]s, sends [`ControlMessage`]s (cancel,
 //! steer) and consumes [`WorkerEvent`]s, acknowledging each once applied. A worker holds a [`WorkQueue`]: it
 //! claims one task at a time, emits events for it, reads its control messages between steps and settles the
-//! claim after the terminal event is stored.
+//! claim after emitting the terminal event. The backend removes the task only once that terminal event is
+//! stored, which may happen after `settle` returned (see [`WorkQueue::settle`]).
 //!
 //! Delivery is at least once. Every claim counts as an attempt (a lease that expired and a redelivery after a
 //! worker died count too); a claim past the task's `max_attempts` is not handed to the worker: the backend
-//! reports the task as failed (`worker_error`) and drops it. Two backends: [`sqlite::SqliteQueue`] (one WAL
+//! reports the task as failed (`worker_error`) and drops it. A task may therefore report more than one
+//! terminal event (a redelivery after its answer was stored but not its settlement); the consumer of events
+//! keeps the first. Two backends: [`sqlite::SqliteQueue`] (one WAL
 //! database file shared with local workers) and [`amqp::AmqpQueue`] (RabbitMQ via lapin).
 
 pub mod amqp;
@@ -60,7 +63,9 @@ pub trait TaskQueue: Send + Sync {
     fn control<'a>(&'a self, message: &'a ControlMessage) -> BoxFuture<'a, Result<()>>;
     /// Waits for the next worker event.
     fn next_event(&self) -> BoxFuture<'_, Result<EventDelivery>>;
-    /// Removes an applied event from the queue.
+    /// Removes an applied event from the queue. May return before the backend has done so (AMQP sends the ack
+    /// in the background); an event whose removal is lost is delivered again, and must be applied idempotently
+    /// (the AMQP backend itself drops events that follow a task's terminal event).
     fn ack_event(&self, delivery: &EventDelivery) -> BoxFuture<'_, Result<()>>;
 }
 
@@ -69,10 +74,19 @@ pub trait WorkQueue: Send + Sync {
     /// Waits for a task and claims it. Tasks past their attempts are failed by the backend, never returned.
     fn claim(&self) -> BoxFuture<'_, Result<ClaimedTask>>;
     /// Publishes an event of a claimed task; progress renews the claim. `LeaseLost` means stop working on it.
+    ///
+    /// Non-terminal events are stored when this returns. A terminal event may only be sent when this returns
+    /// (AMQP: its publisher confirm is awaited by [`WorkQueue::settle`], in the background); if the broker then
+    /// refuses it or the connection drops, the task is not removed but delivered again.
     fn emit<'a>(&'a self, task: &'a ClaimedTask, event: &'a WorkerEvent) -> BoxFuture<'a, Result<()>>;
     /// Control messages for the task that arrived since the last call.
     fn controls<'a>(&'a self, task: &'a ClaimedTask) -> BoxFuture<'a, Result<Vec<ControlMessage>>>;
     /// Ends the claim after its terminal event was emitted.
+    ///
+    /// `Ok` means the claim is given up by this worker, not that the task is gone: the backend may complete
+    /// the removal in the background and does so only once the terminal event is stored (SQLite: at once;
+    /// AMQP: the ack follows the terminal event's publisher confirm). If the terminal event turns out not to
+    /// be stored, the task is redelivered as another attempt and its answer comes from that run.
     fn settle<'a>(&'a self, task: &'a ClaimedTask) -> BoxFuture<'a, Result<()>>;
 }
 

@@ -214,3 +214,31 @@ async fn many_tasks_publish_pipelined_and_each_ends_once() {
     work.await.unwrap();
     orchestrator.delete_topology().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_task_whose_terminal_event_is_not_stored_is_not_acknowledged() {
+    let settings = settings(1);
+    let worker = connect(&settings, "w").await;
+    worker.publish(&task("t1", 3)).await.unwrap();
+    let first = claim(&worker).await;
+    assert_eq!(first.attempt, 1);
+    // With the events queue gone the broker returns the terminal event instead of storing it.
+    let raw = Connection::connect(&settings.broker_url, ConnectionProperties::default()).await.unwrap();
+    let channel = raw.create_channel().await.unwrap();
+    let events = format!("{}.events", settings.queue_name);
+    channel.queue_delete(events.as_str().into(), Default::default()).await.unwrap();
+    worker.emit(&first, &done("t1", 1, "w")).await.unwrap();
+    worker.settle(&first).await.unwrap();
+    // So settle does not acknowledge the task: it comes back as another attempt.
+    let second = tokio::time::timeout(Duration::from_secs(5), worker.claim()).await.expect("redelivered").unwrap();
+    assert_eq!((second.envelope.task_id.as_str(), second.attempt), ("t1", 2));
+    // A fresh connection declares the events queue again; this answer is stored and the task acknowledged.
+    let orchestrator = connect(&settings, "orchestrator").await;
+    worker.emit(&second, &done("t1", 2, "w")).await.unwrap();
+    worker.settle(&second).await.unwrap();
+    let event = next(&orchestrator).await;
+    assert_eq!((event.task_id.as_str(), event.attempt), ("t1", 2));
+    assert!(tokio::time::timeout(Duration::from_millis(500), worker.claim()).await.is_err(), "the task is gone");
+    raw.close(200, "bye".into()).await.unwrap();
+    orchestrator.delete_topology().await.unwrap();
+}
