@@ -91,9 +91,8 @@ fn main() {
             let mut command = home.minibot(&["console", "--once", &format!("cold {i}")]);
             let (elapsed, rss) = tokio::task::spawn_blocking(move || {
                 let started = Instant::now();
-                #[expect(clippy::zombie_processes, reason = "wait_rss reaps the child with wait4")]
                 let child = command.stdout(std::process::Stdio::null()).spawn().unwrap();
-                let rss = wait_rss(child.id() as i32);
+                let rss = wait_rss(child);
                 (started.elapsed(), rss)
             })
             .await
@@ -112,13 +111,24 @@ fn main() {
     });
 }
 
-/// Waits for the child and returns its peak resident set size in KiB.
-#[allow(unsafe_code)]
-fn wait_rss(pid: i32) -> i64 {
-    let mut status = 0;
-    // SAFETY: `usage` is a plain C struct that wait4 fills; zeroed is a valid initial value.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: pid is our own child that has not been waited for; the pointers are valid for the call.
-    unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    usage.ru_maxrss
+/// Waits for the child and returns its peak resident set size in KiB, read from `VmHWM` while it runs.
+/// (`wait4`'s `ru_maxrss` would also count the parent's pages the child had before `exec`.)
+fn wait_rss(mut child: std::process::Child) -> i64 {
+    let status_path = format!("/proc/{}/status", child.id());
+    let mut peak = 0;
+    loop {
+        if let Ok(status) = std::fs::read_to_string(&status_path)
+            && let Some(kb) = status
+                .lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<i64>().ok())
+        {
+            peak = peak.max(kb);
+        }
+        if child.try_wait().ok().flatten().is_some() {
+            return peak;
+        }
+        std::thread::sleep(Duration::from_micros(500));
+    }
 }
