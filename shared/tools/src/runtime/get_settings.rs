@@ -54,6 +54,7 @@ impl GetSettings {
             tools.insert(
                 "bash".into(),
                 json!({
+                "sandbox_mode": t.bash.sandbox_mode.as_str(),
                 "default_timeout_seconds": t.bash.default_timeout_seconds,
                 "max_timeout_seconds": t.bash.max_timeout_seconds,
                 "env_allowlist": t.bash.env_allowlist }),
