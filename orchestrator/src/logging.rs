@@ -6,6 +6,7 @@ use minibot_config::Config;
 use std::fs::OpenOptions;
 use std::sync::Mutex;
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::Layer as _;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
@@ -45,5 +46,3 @@ pub fn init(config: &Config, verbose: bool) -> anyhow::Result<()> {
     tracing_subscriber::registry().with(file_layer).with(stderr_layer).try_init().ok();
     Ok(())
 }
-
-use tracing_subscriber::Layer as _;
