@@ -121,6 +121,21 @@ impl TaskHub {
         })
     }
 
+    /// A task that has not ended yet, or the answer for the model: not found, ambiguous, or already ended
+    /// (with `outcome_key: false`).
+    async fn running(
+        &self,
+        id: &str,
+        outcome_key: &str,
+        ctx: &ToolContext,
+    ) -> Result<Result<TaskRecord, Value>, ToolError> {
+        Ok(match self.lookup(id, ctx).await? {
+            Ok(record) if record.is_terminal() => Err(json!({ "task_id": record.id, outcome_key: false,
+                "reason": format!("task already {}", record.status) })),
+            other => other,
+        })
+    }
+
     async fn submit_task(&self, request: TaskRequest, ctx: &ToolContext) -> Result<Value, ToolError> {
         let Some(chat_id) = ctx.chat_id else {
             return Err(ToolError::respond("task:no_channel", "tasks can only be started from a conversation"));
@@ -307,14 +322,10 @@ impl TaskService for TaskHub {
 
     fn cancel<'a>(&'a self, task_id: &'a str, ctx: &'a ToolContext) -> BoxFuture<'a, Result<Value, ToolError>> {
         Box::pin(async move {
-            let record = match self.lookup(task_id, ctx).await? {
+            let record = match self.running(task_id, "cancelled", ctx).await? {
                 Ok(record) => record,
                 Err(answer) => return Ok(answer),
             };
-            if record.is_terminal() {
-                return Ok(json!({ "task_id": record.id, "cancelled": false,
-                                  "reason": format!("task already {}", record.status) }));
-            }
             self.store
                 .finish(&record.id, record.attempts, "cancelled", "cancelled", None, None)
                 .await
@@ -333,14 +344,10 @@ impl TaskService for TaskHub {
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         Box::pin(async move {
-            let record = match self.lookup(task_id, ctx).await? {
+            let record = match self.running(task_id, "delivered", ctx).await? {
                 Ok(record) => record,
                 Err(answer) => return Ok(answer),
             };
-            if record.is_terminal() {
-                return Ok(json!({ "task_id": record.id, "delivered": false,
-                                  "reason": format!("task already {}", record.status) }));
-            }
             let message = ControlMessage::new(&record.id, ControlKind::Steer { text: text.to_string() });
             self.queue.control(&message).await.map_err(|e| {
                 ToolError::respond("task:message_failed", format!("the message could not be sent: {e}"))
