@@ -1,6 +1,6 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 //! Prints numbers; asserts nothing. Dispatch latency of background tasks, from `spawn_task` returning to the
-//! worker's first model request, with the SQLite queue (local workers) and with RabbitMQ (two
+//! worker's first model request (three tasks in quick succession, then one after a quiet 1.2 s, repeated), with the SQLite queue (local workers) and with RabbitMQ (two
 //! `minibot-worker` processes), and the resident memory of an idle worker.
 //!
 //! Run: `cargo build --release -p minibot -p minibot-worker && cargo bench -p minibot-e2e --bench dispatch`
@@ -16,6 +16,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const TASKS: usize = 60;
+/// Every fourth task comes after a quiet spell, when idle workers poll at their slower pace.
+const QUIET_EVERY: usize = 4;
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
@@ -75,7 +77,8 @@ async fn measure(backend: &str, extra: &str) -> Vec<Duration> {
         }
         let arrived = llm.arrivals()[before];
         latencies.push(arrived.saturating_duration_since(returned));
-        tokio::time::sleep(Duration::from_millis(30)).await;
+        let gap = if (i + 1) % QUIET_EVERY == 0 { 1_200 } else { 30 };
+        tokio::time::sleep(Duration::from_millis(gap)).await;
     }
     for mut child in remote {
         let _ = child.kill();
