@@ -59,16 +59,7 @@ async fn measure(backend: &str, extra: &str) -> Vec<Duration> {
     };
     let mut latencies = Vec::with_capacity(TASKS);
     for i in 0..TASKS {
-        let request = TaskRequest {
-            delivery: Delivery::Spawn,
-            prompt: format!("noop {i}"),
-            agent_name: None,
-            context_json: None,
-            timeout_seconds: None,
-            model_provider: None,
-            model: None,
-            reasoning_effort: None,
-        };
+        let request = TaskRequest::new(Delivery::Spawn, format!("noop {i}"));
         let before = llm.requests().len();
         hub.submit(request, &ctx).await.unwrap();
         let returned = Instant::now();

@@ -195,16 +195,7 @@ mod in_process {
             owner_id: "primary".into(),
             ..Default::default()
         };
-        let request = TaskRequest {
-            delivery: Delivery::Spawn,
-            prompt: "slow work".into(),
-            agent_name: None,
-            context_json: None,
-            timeout_seconds: None,
-            model_provider: None,
-            model: None,
-            reasoning_effort: None,
-        };
+        let request = TaskRequest::new(Delivery::Spawn, "slow work");
         let queued = hub.submit(request, &ctx).await.unwrap();
         let task_id = queued["task_id"].as_str().unwrap().to_string();
         let deadline = Instant::now() + Duration::from_secs(30);

@@ -527,6 +527,47 @@ async fn pump_controls(shared: &Shared, controls: &mut Consumer) {
 }
 
 impl Shared {
+    /// The next delivery from the consumer in `slot` of the current link, starting that consumer first when
+    /// needed. A consumer that cannot start, fails or ends marks its link broken, and the wait goes on on the
+    /// next link.
+    async fn next_delivery(
+        &self,
+        slot: impl Fn(&Link) -> &Mutex<Option<(Channel, Consumer)>>,
+        queue: &ShortString,
+        prefetch: u16,
+        what: &str,
+    ) -> Result<(Arc<Link>, lapin::message::Delivery)> {
+        let mut floor = 0;
+        loop {
+            let link = self.current_from(floor).await?;
+            let next = {
+                let mut consumer = slot(&link).lock().await;
+                if consumer.is_none() {
+                    match start_consumer(&link, queue, prefetch).await {
+                        Ok(started) => *consumer = Some(started),
+                        Err(error) => {
+                            tracing::warn!(error = %error, "cannot consume {what}");
+                            self.report_broken(link.generation);
+                            floor = link.generation + 1;
+                            continue;
+                        }
+                    }
+                }
+                match consumer.as_mut() {
+                    Some((_, consumer)) => consumer.next().await,
+                    None => None,
+                }
+            };
+            match next {
+                Some(Ok(delivery)) => return Ok((link, delivery)),
+                Some(Err(_)) | None => {
+                    self.report_broken(link.generation);
+                    floor = link.generation + 1;
+                }
+            }
+        }
+    }
+
     /// The live connection, waiting (bounded) while a reconnect is under way.
     async fn current(&self) -> Result<Arc<Link>> {
         self.current_from(0).await
@@ -948,35 +989,10 @@ impl TaskQueue for AmqpQueue {
     fn next_event(&self) -> BoxFuture<'_, Result<EventDelivery>> {
         Box::pin(async move {
             let shared = &self.shared;
-            let mut floor = 0;
             loop {
-                let link = shared.current_from(floor).await?;
-                let next = {
-                    let mut consumer = link.events.lock().await;
-                    if consumer.is_none() {
-                        match start_consumer(&link, &shared.names.events_queue, EVENT_PREFETCH).await {
-                            Ok(started) => *consumer = Some(started),
-                            Err(error) => {
-                                tracing::warn!(error = %error, "cannot consume events");
-                                shared.report_broken(link.generation);
-                                floor = link.generation + 1;
-                                continue;
-                            }
-                        }
-                    }
-                    match consumer.as_mut() {
-                        Some((_, consumer)) => consumer.next().await,
-                        None => None,
-                    }
-                };
-                let delivery = match next {
-                    Some(Ok(delivery)) => delivery,
-                    Some(Err(_)) | None => {
-                        shared.report_broken(link.generation);
-                        floor = link.generation + 1;
-                        continue;
-                    }
-                };
+                let (link, delivery) = shared
+                    .next_delivery(|link| &link.events, &shared.names.events_queue, EVENT_PREFETCH, "events")
+                    .await?;
                 let event = match WorkerEvent::decode(&delivery.data) {
                     Ok(event) => event,
                     Err(error) => {
@@ -1034,38 +1050,12 @@ impl WorkQueue for AmqpQueue {
     fn claim(&self) -> BoxFuture<'_, Result<ClaimedTask>> {
         Box::pin(async move {
             let shared = &self.shared;
-            let mut floor = 0;
             loop {
-                let link = shared.current_from(floor).await?;
-                let next = {
-                    let mut consumer = link.tasks.lock().await;
-                    if consumer.is_none() {
-                        let prefetch = shared.settings.prefetch_count;
-                        match start_consumer(&link, &shared.names.tasks_queue, prefetch).await {
-                            Ok(started) => *consumer = Some(started),
-                            Err(error) => {
-                                tracing::warn!(error = %error, "cannot consume tasks");
-                                shared.report_broken(link.generation);
-                                floor = link.generation + 1;
-                                continue;
-                            }
-                        }
-                    }
-                    match consumer.as_mut() {
-                        Some((_, consumer)) => consumer.next().await,
-                        None => None,
-                    }
-                };
-                match next {
-                    Some(Ok(delivery)) => {
-                        if let Some(task) = shared.admit(&link, delivery).await? {
-                            return Ok(task);
-                        }
-                    }
-                    Some(Err(_)) | None => {
-                        shared.report_broken(link.generation);
-                        floor = link.generation + 1;
-                    }
+                let prefetch = shared.settings.prefetch_count;
+                let (link, delivery) =
+                    shared.next_delivery(|link| &link.tasks, &shared.names.tasks_queue, prefetch, "tasks").await?;
+                if let Some(task) = shared.admit(&link, delivery).await? {
+                    return Ok(task);
                 }
             }
         })

@@ -1,26 +1,18 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 //! The SQLite queue against real database files, with two "workers" sharing one file.
 
+mod support;
+
 use minibot_protocol::*;
 use minibot_queue::sqlite::SqliteQueue;
 use minibot_queue::{QueueError, TaskQueue, WorkQueue};
 use std::time::{Duration, Instant};
 
+/// The shared test envelope with the given task timeout (0 makes the lease expire right after the grace).
 fn task(id: &str, timeout: u64, max_attempts: u32) -> TaskEnvelope {
-    TaskEnvelope {
-        version: PROTOCOL_VERSION,
-        task_id: id.into(),
-        agent_name: None,
-        prompt: "do it".into(),
-        context_json: None,
-        model_overrides: ModelOverrides::default(),
-        limits: TaskLimits { timeout_seconds: timeout, max_steps: None, max_tool_calls: None },
-        owner_id: "primary".into(),
-        channel: "console".into(),
-        chat_id: Some(1),
-        user_id: Some(1),
-        max_attempts,
-    }
+    let mut envelope = support::task(id, max_attempts);
+    envelope.limits.timeout_seconds = timeout;
+    envelope
 }
 
 async fn open(dir: &tempfile::TempDir, who: &str, lease: Duration) -> SqliteQueue {

@@ -49,6 +49,19 @@ pub fn register(registry: &mut ToolRegistry, services: &ToolServices) {
     registry.register(dyn_tool(SelfInsertArtifact::new(root)));
 }
 
+/// Resolves a path that must name an existing regular file: `file_not_found` when nothing is there,
+/// `not_a_file` for a folder.
+pub(crate) fn existing_file(root: &ManagedRoot, written: &str) -> Result<ManagedPath, ToolError> {
+    let path = root.resolve_required(written)?;
+    if !path.absolute.exists() {
+        return Err(not_found(&path));
+    }
+    if !path.absolute.is_file() {
+        return Err(ToolError::respond("not_a_file", format!("{} is not a file", path.display())));
+    }
+    Ok(path)
+}
+
 /// The error for a path that does not exist. It tells the model not to repeat the call, since the same path
 /// will fail the same way.
 pub(crate) fn not_found(path: &ManagedPath) -> ToolError {

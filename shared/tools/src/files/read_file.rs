@@ -1,4 +1,4 @@
-use super::{ManagedRoot, io_error, not_found, result};
+use super::{ManagedRoot, existing_file, io_error, result};
 use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -48,13 +48,7 @@ impl Tool for ReadFile {
     }
 
     async fn call(&self, args: Args, _ctx: &ToolContext) -> ToolResult {
-        let path = self.root.resolve_required(&args.path)?;
-        if !path.absolute.exists() {
-            return Err(not_found(&path));
-        }
-        if !path.absolute.is_file() {
-            return Err(ToolError::respond("not_a_file", format!("{} is not a file", path.display())));
-        }
+        let path = existing_file(&self.root, &args.path)?;
         let file = std::fs::File::open(&path.absolute).map_err(|e| io_error("read", &path, &e))?;
         let size = file.metadata().map(|m| m.len()).unwrap_or(0);
         let mut bytes = Vec::new();

@@ -3,7 +3,7 @@
 //! conversation layer that owns the channel performs the delivery when it sees the directive in a result;
 //! a caller that ignores directives (a codemode script, a worker) simply sends nothing.
 
-use super::{ManagedRoot, mime_for, not_found, result};
+use super::{ManagedRoot, existing_file, mime_for, result};
 use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -54,13 +54,7 @@ impl Tool for SendFile {
     }
 
     async fn call(&self, args: Args, ctx: &ToolContext) -> ToolResult {
-        let path = self.root.resolve_required(&args.path)?;
-        if !path.absolute.exists() {
-            return Err(not_found(&path));
-        }
-        if !path.absolute.is_file() {
-            return Err(ToolError::respond("not_a_file", format!("{} is not a file", path.display())));
-        }
+        let path = existing_file(&self.root, &args.path)?;
         if args.caption.as_ref().is_some_and(|c| c.chars().count() > MAX_CAPTION_CHARS) {
             return Err(ToolError::invalid_arguments(format!("caption is longer than {MAX_CAPTION_CHARS} characters")));
         }

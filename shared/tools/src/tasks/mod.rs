@@ -53,6 +53,22 @@ pub struct TaskRequest {
     pub reasoning_effort: Option<String>,
 }
 
+impl TaskRequest {
+    /// A request with only a prompt: general worker, default timeout and model.
+    pub fn new(delivery: Delivery, prompt: impl Into<String>) -> Self {
+        Self {
+            delivery,
+            prompt: prompt.into(),
+            agent_name: None,
+            context_json: None,
+            timeout_seconds: None,
+            model_provider: None,
+            model: None,
+            reasoning_effort: None,
+        }
+    }
+}
+
 /// What the orchestrator offers the delegation tools. Every method answers with the JSON the model sees, or
 /// an error it can act on.
 pub trait TaskService: Send + Sync {
