@@ -1,28 +1,28 @@
 //! One actor per chat. It runs the chat's turns one at a time, steers messages that arrive during a turn into
 //! it, and cancels the turn on `/stop`. Different chats are different actors, so they never wait for each other.
+//!
+//! The actor alone keeps the steered messages of the running turn (`Running::steered`); the turn receives
+//! them over a channel and reports back, by id, which ones it read. Those it did not read become the next turns.
 
 use crate::messages::{
-    Inbound, NOTHING_RUNNING_REPLY, Outbound, OutboundRole, Progress, STOPPED_HISTORY_NOTE, STOPPED_REPLY, StopTurn,
+    ChannelHandle, Inbound, NOTHING_RUNNING_REPLY, Outbound, OutboundRole, STOPPED_HISTORY_NOTE, STOPPED_REPLY,
+    StopTurn,
 };
+use crate::render;
 use crate::runtime::Runtime;
-use crate::turn::{Steered, TurnReport, run_turn};
+use crate::turn::{TurnReport, run_turn};
 use actix::prelude::*;
+use minibot_agent::Steer;
 use minibot_store::Role;
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedSender;
-
-/// Where a chat's replies and progress go.
-#[derive(Clone)]
-pub struct ChannelHandle {
-    pub outbound: Recipient<Outbound>,
-    pub progress: Recipient<Progress>,
-}
 
 struct Running {
     inbound: Inbound,
-    inbox: UnboundedSender<String>,
-    steered: Steered,
+    inbox: UnboundedSender<Steer>,
+    /// Messages steered into the turn, in arrival order.
+    steered: Vec<Inbound>,
     handle: SpawnHandle,
 }
 
@@ -39,17 +39,14 @@ impl Conversation {
     }
 
     fn accept(&mut self, inbound: Inbound, ctx: &mut Context<Self>) {
-        match &self.running {
+        match &mut self.running {
             Some(_) if !inbound.is_steerable() => self.queue.push_back(inbound),
             Some(running) => {
-                if let Ok(mut steered) = running.steered.lock() {
-                    steered.push(inbound.clone());
-                }
-                if running.inbox.send(inbound.text.clone()).is_err() {
+                let steer = Steer { id: inbound.event_id.clone(), text: inbound.text.clone() };
+                if running.inbox.send(steer).is_ok() {
+                    running.steered.push(inbound);
+                } else {
                     // The turn is finishing; the message becomes the next turn instead.
-                    if let Ok(mut steered) = running.steered.lock() {
-                        steered.retain(|s| s.event_id != inbound.event_id);
-                    }
                     self.queue.push_back(inbound);
                 }
             }
@@ -59,22 +56,43 @@ impl Conversation {
 
     fn start(&mut self, inbound: Inbound, ctx: &mut Context<Self>) {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        let steered: Steered = Arc::new(Mutex::new(Vec::new()));
-        let future = run_turn(self.rt.clone(), inbound.clone(), rx, steered.clone(), self.channel.progress.clone());
+        let future = run_turn(self.rt.clone(), inbound.clone(), rx, self.channel.clone());
         let handle = ctx.spawn(future.into_actor(self).map(|report, act, ctx| act.finished(report, ctx)));
-        self.running = Some(Running { inbound, inbox: tx, steered, handle });
+        self.running = Some(Running { inbound, inbox: tx, steered: Vec::new(), handle });
     }
 
     fn finished(&mut self, report: TurnReport, ctx: &mut Context<Self>) {
+        let mut reply = report.reply;
         if let Some(running) = self.running.take() {
-            let leftover: Vec<Inbound> =
-                running.steered.lock().map(|s| s.iter().skip(report.consumed).cloned().collect()).unwrap_or_default();
-            for inbound in leftover.into_iter().rev() {
-                self.queue.push_front(inbound);
+            match report.read {
+                Some(read) => {
+                    let unread = running.steered.into_iter().filter(|s| !read.contains(&s.event_id));
+                    for inbound in unread.rev() {
+                        self.queue.push_front(inbound);
+                    }
+                }
+                None => self.answered_by_failure(running.steered, &mut reply),
             }
         }
-        self.channel.outbound.do_send(report.reply);
+        self.send(reply);
         self.next(ctx);
+    }
+
+    /// A failed turn's error reply answers the messages steered into it too: they leave the pending list.
+    fn answered_by_failure(&self, steered: Vec<Inbound>, reply: &mut Outbound) {
+        if steered.is_empty() {
+            return;
+        }
+        let ids: Vec<String> = steered.into_iter().map(|s| s.event_id).collect();
+        reply.answers.extend(ids.iter().cloned());
+        let store = self.rt.store.clone();
+        actix::spawn(async move {
+            for id in ids {
+                if let Err(error) = store.clear_pending(&id).await {
+                    tracing::error!(error = %error, "cannot clear pending turn");
+                }
+            }
+        });
     }
 
     fn next(&mut self, ctx: &mut Context<Self>) {
@@ -85,10 +103,16 @@ impl Conversation {
         }
     }
 
+    fn send(&self, message: Outbound) {
+        for part in render::fit(message, &self.channel.capabilities) {
+            self.channel.outbound.do_send(part);
+        }
+    }
+
     fn reply(&self, inbound_channel: &str, chat_id: i64, text: &str, answers: Vec<String>) {
         let mut reply = Outbound::text(inbound_channel, chat_id, text, OutboundRole::Answer);
         reply.answers = answers;
-        self.channel.outbound.do_send(reply);
+        self.send(reply);
     }
 }
 
@@ -123,9 +147,8 @@ impl Handler<StopTurn> for Conversation {
             return;
         };
         ctx.cancel_future(running.handle);
-        let steered: Vec<Inbound> = running.steered.lock().map(|s| s.clone()).unwrap_or_default();
         let store = self.rt.store.clone();
-        let inbound = running.inbound;
+        let (inbound, steered) = (running.inbound, running.steered);
         let session = inbound.session_id();
         let mut ids = vec![inbound.event_id.clone()];
         ids.extend(steered.iter().map(|s| s.event_id.clone()));

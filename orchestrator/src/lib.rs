@@ -1,8 +1,13 @@
-//! The orchestrator: an actix actor system. Channel actors turn user input into [`messages::Inbound`]; the
-//! [`router::Router`] hands each to its chat's [`conversation::Conversation`] actor, which runs the main agent's
-//! turns one at a time ([`turn`]) while different chats run concurrently. [`runtime::Runtime`] holds what all
-//! conversations share.
+//! The orchestrator: an actix actor system. Channel actors ([`channels`]) turn user input into
+//! [`messages::Inbound`]; the [`router::Router`] hands each to its chat's [`conversation::Conversation`] actor,
+//! which runs the main agent's turns one at a time ([`turn`]) while different chats run concurrently. The
+//! [`tasks`] coordinator routes background tasks' results back. [`runtime::Runtime`] holds what all
+//! conversations share; [`boot`] wires everything together at start-up.
+//!
+//! Dependencies run one way: `boot` → channels, router → conversation → turn → runtime → tasks' hub, with
+//! [`messages`] as the only vocabulary everyone shares (a test in `tests/suite/layout.rs` keeps it so).
 
+pub mod boot;
 pub mod channels;
 pub mod cli;
 pub mod conversation;
@@ -11,6 +16,7 @@ pub mod logging;
 pub mod mcp_supervisor;
 pub mod messages;
 pub mod ownership;
+pub mod render;
 pub mod router;
 pub mod runtime;
 pub mod tasks;

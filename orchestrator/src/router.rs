@@ -1,35 +1,46 @@
 //! Maps each chat (`"{channel}:{chat_id}"`) to its conversation actor, creating it on first use, and replays
 //! turns that were pending when the process last stopped.
 
-use crate::conversation::{ChannelHandle, Conversation};
-use crate::messages::{Inbound, NOTHING_RUNNING_REPLY, Outbound, OutboundRole, StopTurn, session_id};
+use crate::conversation::Conversation;
+use crate::messages::{
+    ChannelHandle, Deliver, Inbound, Intake, NOTHING_RUNNING_REPLY, Outbound, OutboundRole, RegisterChannel,
+    ReplayPending, StopTurn, TaskRoutes, session_id,
+};
+use crate::render;
 use crate::runtime::Runtime;
 use actix::prelude::*;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-/// A channel announces where its chats' replies go.
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct RegisterChannel {
-    pub name: String,
-    pub handle: ChannelHandle,
-}
+/// Messages held per channel until it registers; past this, the oldest are dropped (and logged).
+const MAX_HELD_PER_CHANNEL: usize = 1000;
 
-/// Replays pending turns of the registered channels; answers with the replayed messages.
-#[derive(Message)]
-#[rtype(result = "Vec<Inbound>")]
-pub struct ReplayPending;
+/// Something for a channel that has not registered yet: task results and delegated turns can come in before
+/// the channel is up at start-up.
+enum Held {
+    Turn(Inbound),
+    Deliver(Outbound),
+}
 
 pub struct Router {
     rt: Arc<Runtime>,
     channels: HashMap<String, ChannelHandle>,
     conversations: HashMap<String, Addr<Conversation>>,
+    held: HashMap<String, VecDeque<Held>>,
 }
 
 impl Router {
     pub fn new(rt: Arc<Runtime>) -> Self {
-        Self { rt, channels: HashMap::new(), conversations: HashMap::new() }
+        Self { rt, channels: HashMap::new(), conversations: HashMap::new(), held: HashMap::new() }
+    }
+
+    fn hold(&mut self, channel: &str, message: Held) {
+        let held = self.held.entry(channel.to_string()).or_default();
+        if held.len() >= MAX_HELD_PER_CHANNEL {
+            held.pop_front();
+            tracing::warn!(channel = %channel, "channel not running; dropped its oldest held message");
+        }
+        held.push_back(message);
     }
 
     fn conversation(&mut self, channel: &str, chat_id: i64) -> Option<Addr<Conversation>> {
@@ -44,11 +55,33 @@ impl Actor for Router {
     type Context = Context<Self>;
 }
 
+/// What channels need of the router.
+pub fn intake(router: &Addr<Router>) -> Intake {
+    Intake {
+        inbound: router.clone().recipient(),
+        stop: router.clone().recipient(),
+        register: router.clone().recipient(),
+        replay: router.clone().recipient(),
+    }
+}
+
+/// Where the task coordinator sends what tasks produce.
+pub fn task_routes(router: &Addr<Router>) -> TaskRoutes {
+    TaskRoutes { deliver: router.clone().recipient(), turn: router.clone().recipient() }
+}
+
 impl Handler<RegisterChannel> for Router {
     type Result = ();
 
-    fn handle(&mut self, msg: RegisterChannel, _ctx: &mut Context<Self>) {
+    fn handle(&mut self, msg: RegisterChannel, ctx: &mut Context<Self>) {
+        let held = self.held.remove(&msg.name).unwrap_or_default();
         self.channels.insert(msg.name, msg.handle);
+        for message in held {
+            match message {
+                Held::Turn(inbound) => self.handle(inbound, ctx),
+                Held::Deliver(outbound) => self.handle(Deliver(outbound), ctx),
+            }
+        }
     }
 }
 
@@ -59,24 +92,29 @@ impl Handler<Inbound> for Router {
         match self.conversation(&inbound.channel, inbound.chat_id) {
             Some(conversation) => conversation.do_send(inbound),
             None => {
-                tracing::warn!(channel = %inbound.channel, "message for a channel that is not running; dropped")
+                tracing::info!(channel = %inbound.channel, "turn for a channel that is not running yet; held");
+                let channel = inbound.channel.clone();
+                self.hold(&channel, Held::Turn(inbound));
             }
         }
     }
 }
-
-/// Sends a message to a chat's channel (task results and progress).
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct Deliver(pub Outbound);
 
 impl Handler<Deliver> for Router {
     type Result = ();
 
     fn handle(&mut self, Deliver(message): Deliver, _ctx: &mut Context<Self>) {
         match self.channels.get(&message.channel) {
-            Some(handle) => handle.outbound.do_send(message),
-            None => tracing::warn!(channel = %message.channel, "no such channel running; message dropped"),
+            Some(handle) => {
+                for part in render::fit(message, &handle.capabilities) {
+                    handle.outbound.do_send(part);
+                }
+            }
+            None => {
+                tracing::info!(channel = %message.channel, "message for a channel that is not running yet; held");
+                let channel = message.channel.clone();
+                self.hold(&channel, Held::Deliver(message));
+            }
         }
     }
 }

@@ -1,9 +1,15 @@
-//! What every conversation shares: config, provider, tools, store, prompts and limits. Built once at start-up.
+//! What every conversation shares: config, provider, tools, store, prompts and limits. Built once at start-up
+//! and read-mostly after that; it starts no actors (that is [`crate::boot`]'s job).
 
+use crate::guardrail::Guardrail;
+use crate::ownership::Ownership;
+use crate::tasks::TaskHub;
 use anyhow::Context;
-use minibot_agent::{Limits, ModelSettings, PromptBuilder, PromptLibrary, ToolPolicy, ToolRegistry};
+use minibot_agent::prompt::environment_fragment;
+use minibot_agent::{Limits, ModelSettings, Patterns, PromptBuilder, PromptLibrary, ToolPolicy, ToolRegistry};
 use minibot_config::Config;
 use minibot_llm::ChatProvider;
+use minibot_mcp::McpHub;
 use minibot_store::Store;
 use minibot_tools::ToolServices;
 use std::collections::HashMap;
@@ -18,17 +24,17 @@ pub struct Runtime {
     base_tools: ToolRegistry,
     policy: ToolPolicy,
     /// Tools hidden from the main agent because specialists own them (`tool_ownership_mode`).
-    ownership: crate::ownership::Ownership,
-    pub mcp: Option<Arc<minibot_mcp::McpHub>>,
+    ownership: Ownership,
+    pub mcp: Option<Arc<McpHub>>,
     /// `[orchestration].main_tool_use_guardrail = "llm_classifier"`.
-    pub guardrail: Option<crate::guardrail::Guardrail>,
+    pub guardrail: Option<Guardrail>,
     spill_root: Option<std::path::PathBuf>,
     pub store: Store,
     pub limits: Limits,
     /// Show provider error details in replies (log level DEBUG), as MiniBot does.
     pub verbose_errors: bool,
     /// Background tasks, when `[tasks]` is enabled.
-    pub tasks: Option<Arc<crate::tasks::TaskHub>>,
+    pub tasks: Option<Arc<TaskHub>>,
     prompts: PromptLibrary,
     base_prompt: String,
     channel_prompts: Mutex<HashMap<String, String>>,
@@ -50,25 +56,21 @@ impl Runtime {
         let main = &config.orchestration.main_agent;
         let policy = ToolPolicy::from_lists(&main.tools_allow, &main.tools_deny)
             .context("orchestration.main_agent tool patterns")?;
-        let tasks = if config.tasks.enabled {
-            Some(crate::tasks::TaskHub::open(config.clone(), store.clone()).await?)
-        } else {
-            None
-        };
+        let tasks = if config.tasks.enabled { Some(TaskHub::open(config.clone(), store.clone()).await?) } else { None };
         let mut tools = minibot_tools::main_agent_tools(&services);
         if let Some(hub) = &tasks {
             minibot_tools::tasks::register(&mut tools, hub.clone(), config.tasks.delegation_mode);
         }
         let base_tools = tools.filtered(&policy);
         let mcp = if config.tools.mcp.enabled {
-            let hub = minibot_mcp::McpHub::start(&config.tools.mcp).await;
+            let hub = McpHub::start(&config.tools.mcp).await;
             tracing::info!(servers = config.tools.mcp.servers.len(), tools = hub.tools().len(), "mcp servers started");
             Some(hub)
         } else {
             None
         };
-        let ownership = crate::ownership::Ownership::load(&config)?;
-        let guardrail = crate::guardrail::Guardrail::from_config(&config)?;
+        let ownership = Ownership::load(&config)?;
+        let guardrail = Guardrail::from_config(&config)?;
         let spill_root = services.files.as_ref().map(|f| f.path().to_path_buf());
 
         let prompts = PromptLibrary::new(Some(config.resolve_path(&config.llm.prompts_dir)));
@@ -127,19 +129,10 @@ impl Runtime {
                 if let Ok(Some(fragment)) = self.prompts.get(&format!("channels/{channel}.md")) {
                     builder.push(fragment);
                 }
-                builder.push(self.environment_fragment());
+                builder.push(environment_fragment(&self.config));
                 builder.build()
             })
             .clone()
-    }
-
-    fn environment_fragment(&self) -> String {
-        let cwd = std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_default();
-        format!(
-            "Environment: minibot {} (Rust). Working directory: {cwd}. Config: {}.",
-            env!("CARGO_PKG_VERSION"),
-            self.config.origin()
-        )
     }
 }
 
@@ -180,7 +173,7 @@ impl Runtime {
         }
         let ownership = &self.ownership;
         tools.filtered(&ToolPolicy::Deny(
-            minibot_agent::Patterns::new(&tools.names().into_iter().filter(|n| ownership.hides(n)).collect::<Vec<_>>())
+            Patterns::new(&tools.names().into_iter().filter(|n| ownership.hides(n)).collect::<Vec<_>>())
                 .unwrap_or_default(),
         ))
     }
@@ -198,34 +191,22 @@ impl Runtime {
         prompt
     }
 
+    /// Closes the databases before the process ends (sqlx drops a pooled connection on the runtime, so the pools
+    /// must close while it still runs). Waits at most a few seconds for queries in flight.
+    pub async fn close(&self) {
+        let close = async {
+            if let Some(hub) = &self.tasks {
+                hub.close().await;
+            }
+            self.store.close().await;
+        };
+        if tokio::time::timeout(Duration::from_secs(3), close).await.is_err() {
+            tracing::warn!("databases still busy at exit; closing without waiting");
+        }
+    }
+
     /// Task ids the turn handed off (its reply says so, and `--once` waits for them).
     pub fn take_handoffs(&self, turn_id: &str) -> Vec<String> {
         self.tasks.as_ref().map(|hub| hub.take_handoffs(turn_id)).unwrap_or_default()
-    }
-
-    /// Starts the supervised MCP connection actors.
-    pub fn start_mcp_supervision(&self) {
-        if let Some(hub) = &self.mcp {
-            crate::mcp_supervisor::supervise(hub);
-        }
-    }
-
-    /// Connects background tasks to the router: the coordinator starts consuming worker events, and with the
-    /// SQLite backend `worker` starts the local worker processes.
-    pub fn start_tasks(
-        &self,
-        router: &actix::Addr<crate::router::Router>,
-        worker: Option<crate::tasks::WorkerCommand>,
-    ) {
-        use actix::Actor as _;
-        let Some(hub) = &self.tasks else { return };
-        hub.attach(router.clone());
-        crate::tasks::coordinator::TaskCoordinator::new(hub.clone()).start();
-        let count = self.config.tasks.local_workers;
-        if let (Some(command), minibot_config::TaskBackend::Sqlite, true) =
-            (worker, self.config.tasks.backend, count > 0)
-        {
-            crate::tasks::local_workers::LocalWorkers::new(hub.clone(), command, count).start();
-        }
     }
 }

@@ -1,30 +1,27 @@
 //! One main-agent turn: load history, run the agent loop, store the turn, produce the reply.
-//! Plain async code; the conversation actor owns scheduling and cancellation.
+//! Plain async code; the conversation actor owns scheduling, steering and cancellation.
 
-use crate::messages::{Inbound, Outbound, OutboundRole, Progress};
+use crate::guardrail::{GUARDRAIL_REPLY, RETRY_SUFFIX};
+use crate::messages::{ChannelHandle, Inbound, Outbound, OutboundRole, Progress};
 use crate::runtime::Runtime;
-use actix::Recipient;
-use minibot_agent::{AgentError, AgentEvent, AgentRun, ReplyKind, ToolContext};
+use minibot_agent::{AgentError, AgentEvent, AgentRun, ReplyKind, Steer, StopReason, ToolContext};
 use minibot_llm::{LlmError, Message};
 use minibot_store::Role;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedReceiver;
-
-/// Messages steered into a running turn, in arrival order, shared between the actor and the turn.
-pub type Steered = Arc<Mutex<Vec<Inbound>>>;
 
 pub struct TurnReport {
     pub reply: Outbound,
-    /// How many of the steered messages the turn read; the rest become the next turns.
-    pub consumed: usize,
+    /// Ids of the steered messages the turn read and answered; the others become the next turns. `None`: the
+    /// turn failed, and its error reply answers every message steered into it.
+    pub read: Option<Vec<String>>,
 }
 
 pub async fn run_turn(
     rt: Arc<Runtime>,
     inbound: Inbound,
-    mut inbox: UnboundedReceiver<String>,
-    steered: Steered,
-    progress: Recipient<Progress>,
+    mut inbox: UnboundedReceiver<Steer>,
+    channel: ChannelHandle,
 ) -> TurnReport {
     let session = inbound.session_id();
     let reply = |text: String, kind: ReplyKind, answers: Vec<String>, is_error: bool| Outbound {
@@ -45,7 +42,7 @@ pub async fn run_turn(
             let text = format!("Sorry, I couldn't answer right now: the history store failed ({error}).");
             return TurnReport {
                 reply: reply(text, ReplyKind::Text, vec![inbound.event_id.clone()], true),
-                consumed: 0,
+                read: None,
             };
         }
     };
@@ -56,9 +53,9 @@ pub async fn run_turn(
             Role::Assistant => Message::assistant_text(m.content),
         })
         .collect();
-    let (channel, chat_id) = (inbound.channel.clone(), inbound.chat_id);
+    let (channel_name, chat_id, progress) = (inbound.channel.clone(), inbound.chat_id, channel.progress.clone());
     let on_event = move |event: AgentEvent| {
-        progress.do_send(Progress { channel: channel.clone(), chat_id, event });
+        progress.do_send(Progress { channel: channel_name.clone(), chat_id, event });
     };
     let context = ToolContext {
         session_id: session.clone(),
@@ -69,6 +66,7 @@ pub async fn run_turn(
         call_id: String::new(),
         turn_id: inbound.event_id.clone(),
         task_depth: inbound.source.as_ref().map_or(0, |s| s.depth),
+        capabilities: channel.capabilities,
     };
     let tools = rt.tools();
     let system_prompt = rt.system_prompt_for(&inbound.channel, &tools);
@@ -87,7 +85,7 @@ pub async fn run_turn(
     let mut result = run.run().await;
     if let (Some(guard), Ok(first)) = (&rt.guardrail, &result)
         && first.tools_used.is_empty()
-        && first.stop_reason == minibot_agent::StopReason::Completed
+        && first.stop_reason == StopReason::Completed
         && !tools.is_empty()
         && guard.requires_tools(&inbound.text, &first.answer, &tools.names()).await
     {
@@ -97,7 +95,7 @@ pub async fn run_turn(
             provider: rt.provider.as_ref(),
             model: &rt.model,
             tools: &tools,
-            system_prompt: format!("{system_prompt}\n\n{}", crate::guardrail::RETRY_SUFFIX),
+            system_prompt: format!("{system_prompt}\n\n{RETRY_SUFFIX}"),
             history,
             user_message: inbound.text.clone(),
             limits: rt.limits,
@@ -107,21 +105,19 @@ pub async fn run_turn(
         };
         result = rerun.run().await.map(|mut again| {
             if again.tools_used.is_empty() {
-                again.answer = crate::guardrail::GUARDRAIL_REPLY.into();
+                again.answer = GUARDRAIL_REPLY.into();
             }
             again.steered = steered_first;
             again
         });
     }
-    let steered_now: Vec<Inbound> = steered.lock().map(|s| s.clone()).unwrap_or_default();
     match result {
         Ok(outcome) => {
-            let consumed = outcome.steered.len().min(steered_now.len());
             let mut entries: Vec<(Role, &str)> = vec![(Role::User, inbound.text.as_str())];
-            entries.extend(steered_now[..consumed].iter().map(|s| (Role::User, s.text.as_str())));
+            entries.extend(outcome.steered.iter().map(|s| (Role::User, s.text.as_str())));
             entries.push((Role::Assistant, outcome.answer.as_str()));
             let mut ids: Vec<&str> = vec![inbound.event_id.as_str()];
-            ids.extend(steered_now[..consumed].iter().map(|s| s.event_id.as_str()));
+            ids.extend(outcome.steered.iter().map(|s| s.id.as_str()));
             if let Err(error) = rt.store.finish_turn(&session, &entries, &ids).await {
                 tracing::error!(session = %session, error = %error, "cannot store the turn");
             }
@@ -135,19 +131,16 @@ pub async fn run_turn(
                 "turn finished"
             );
             let answers = ids.iter().map(|id| (*id).to_string()).collect();
-            TurnReport { reply: reply(outcome.answer, outcome.reply_kind, answers, false), consumed }
+            let read = outcome.steered.iter().map(|s| s.id.clone()).collect();
+            TurnReport { reply: reply(outcome.answer, outcome.reply_kind, answers, false), read: Some(read) }
         }
         Err(error) => {
             tracing::error!(session = %session, error = %error, "turn failed");
-            let mut ids = vec![inbound.event_id.clone()];
-            ids.extend(steered_now.iter().map(|s| s.event_id.clone()));
-            for id in &ids {
-                if let Err(e) = rt.store.clear_pending(id).await {
-                    tracing::error!(error = %e, "cannot clear pending turn");
-                }
+            if let Err(e) = rt.store.clear_pending(&inbound.event_id).await {
+                tracing::error!(error = %e, "cannot clear pending turn");
             }
-            let consumed = steered_now.len();
-            TurnReport { reply: reply(error_reply(&error, rt.verbose_errors), ReplyKind::Text, ids, true), consumed }
+            let text = error_reply(&error, rt.verbose_errors);
+            TurnReport { reply: reply(text, ReplyKind::Text, vec![inbound.event_id.clone()], true), read: None }
         }
     }
 }

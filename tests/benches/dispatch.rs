@@ -8,9 +8,8 @@
 
 use actix::prelude::*;
 use minibot_e2e::{Reply, Script, ScriptedLlm, binary};
-use minibot_orchestrator::router::Router;
-use minibot_orchestrator::runtime::Runtime;
-use minibot_orchestrator::tasks::WorkerCommand;
+use minibot_orchestrator::boot;
+use minibot_orchestrator::tasks::{WorkerCommand, WorkerStart};
 use minibot_tools::tasks::{Delivery, TaskRequest, TaskService};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -30,10 +29,9 @@ async fn measure(backend: &str, extra: &str) -> Vec<Duration> {
     let path = dir.path().join("config.toml");
     std::fs::write(&path, format!("[llm]\nbase_url = \"{}\"\napi_key = \"k\"\n{extra}", llm.base_url())).unwrap();
     let config = minibot_config::Config::load(Some(&path)).unwrap();
-    let rt = Runtime::build(config).await.unwrap();
-    let router = Router::new(rt.clone()).start();
     let args = vec!["worker".to_string(), "--config".into(), path.display().to_string()];
-    rt.start_tasks(&router, Some(WorkerCommand { program: binary("minibot"), args }));
+    let worker = WorkerCommand { program: binary("minibot"), args };
+    let rt = boot::start(config, Some(worker), WorkerStart::AtOnce).await.unwrap().runtime;
     let mut remote = Vec::new();
     if backend == "rabbitmq" {
         for _ in 0..2 {

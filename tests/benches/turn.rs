@@ -8,9 +8,9 @@
 use actix::prelude::*;
 use minibot_config::Config;
 use minibot_e2e::{Home, Reply, Script, ScriptedLlm, binary};
-use minibot_orchestrator::conversation::ChannelHandle;
+use minibot_orchestrator::messages::{ChannelCapabilities, ChannelHandle, RegisterChannel};
 use minibot_orchestrator::messages::{Inbound, Outbound, Progress};
-use minibot_orchestrator::router::{RegisterChannel, Router};
+use minibot_orchestrator::router::Router;
 use minibot_orchestrator::runtime::Runtime;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
@@ -63,7 +63,11 @@ fn main() {
         router
             .send(RegisterChannel {
                 name: "bench".into(),
-                handle: ChannelHandle { outbound: sink.clone().recipient(), progress: sink.recipient() },
+                handle: ChannelHandle {
+                    outbound: sink.clone().recipient(),
+                    progress: sink.recipient(),
+                    capabilities: ChannelCapabilities::default(),
+                },
             })
             .await
             .unwrap();

@@ -1,4 +1,4 @@
-use minibot_e2e::{Home, Reply, Script, ScriptedLlm, binary, run, stderr, stdout};
+use minibot_e2e::{Home, Reply, Script, ScriptedLlm, run, stderr, stdout};
 use serde_json::Value;
 use std::process::Stdio;
 use std::time::Duration;
@@ -108,13 +108,14 @@ async fn a_turn_killed_mid_flight_is_answered_after_restart() {
 }
 
 #[tokio::test]
-async fn worker_refuses_a_bad_config_with_the_key() {
-    let home = Home::new("http://127.0.0.1:9/v1", "[tasks]\nbackend = \"kafka\"\n");
-    let output = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(binary("minibot-worker")).arg("--config").arg(home.config()).output().unwrap()
-    })
-    .await
-    .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("tasks.backend"), "{}", stderr(&output));
+async fn once_without_a_task_forks_no_worker() {
+    let llm = ScriptedLlm::start(vec![Script::new("just answer", vec![Reply::text("answered")])]).await;
+    // Tasks are on with two local workers, as by default.
+    let home = Home::new(&llm.base_url(), "[tasks]\nlocal_workers = 2\n");
+    let output = run(home.minibot(&["console", "--once", "just answer"])).await;
+    assert!(output.status.success(), "stderr: {}", stderr(&output));
+    assert_eq!(stdout(&output), "answered\n");
+    let log = std::fs::read_to_string(home.path().join("logs/minibot.log")).unwrap();
+    assert!(log.contains("turn finished"), "the log is written: {log}");
+    assert!(!log.contains("local worker started"), "a one-shot run without a task started workers: {log}");
 }

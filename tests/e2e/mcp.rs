@@ -118,7 +118,7 @@ async fn a_specialist_gets_its_own_mcp_servers_in_the_worker() {
 
 #[actix::test]
 async fn a_server_down_at_start_up_gets_its_tools_once_it_comes_up() {
-    use actix::Actor as _;
+    use minibot_orchestrator::tasks::WorkerStart;
     let dir = tempfile::tempdir().unwrap();
     let flag = dir.path().join("server-may-start");
     let path = dir.path().join("config.toml");
@@ -134,10 +134,9 @@ async fn a_server_down_at_start_up_gets_its_tools_once_it_comes_up() {
     )
     .unwrap();
     let config = minibot_config::Config::load(Some(&path)).unwrap();
-    let rt = minibot_orchestrator::runtime::Runtime::build(config).await.unwrap();
-    let _router = minibot_orchestrator::router::Router::new(rt.clone()).start();
+    let booted = minibot_orchestrator::boot::start(config, None, WorkerStart::AtOnce).await.unwrap();
+    let rt = booted.runtime;
     assert!(!rt.tools().names().iter().any(|n| n.starts_with("mcp_late__")), "no tools while the server is down");
-    rt.start_mcp_supervision();
     std::fs::write(&flag, "").unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(40);
     while !rt.tools().names().iter().any(|n| n == "mcp_late__echo") {

@@ -15,6 +15,15 @@ async fn attempts(home: &Home) -> Vec<(String, i64)> {
     rows
 }
 
+/// `(steps, tool_calls)` of every task, as the worker's terminal event reported them.
+async fn usage(home: &Home) -> Vec<(Option<i64>, Option<i64>)> {
+    let url = format!("sqlite://{}", home.path().join("data/tasks.db").display());
+    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    let rows = sqlx::query_as("SELECT steps, tool_calls FROM tasks").fetch_all(&pool).await.unwrap();
+    pool.close().await;
+    rows
+}
+
 #[tokio::test]
 async fn spawn_task_result_reaches_the_chat_with_progress() {
     let llm = ScriptedLlm::start(vec![
@@ -39,6 +48,8 @@ async fn spawn_task_result_reaches_the_chat_with_progress() {
     // The worker ran the generic agent with the task prompt, and its tool result went back to its model.
     assert_eq!(requests_for(&llm, "find the answer to everything"), 2);
     assert_eq!(attempts(&home).await, [("done".to_string(), 1)]);
+    // Two provider calls and one tool call, as the worker counted them.
+    assert_eq!(usage(&home).await, [(Some(2), Some(1))]);
 }
 
 #[tokio::test]
@@ -159,15 +170,13 @@ mod in_process {
     //! The orchestrator in-process with real worker processes, to reach the task service directly.
 
     use minibot_e2e::{Reply, Script, ScriptedLlm, binary};
-    use minibot_orchestrator::router::Router;
-    use minibot_orchestrator::runtime::Runtime;
-    use minibot_orchestrator::tasks::WorkerCommand;
-    use minibot_tools::tasks::{Delivery, TaskRequest, TaskService};
+    use minibot_orchestrator::boot;
+    use minibot_orchestrator::tasks::{WorkerCommand, WorkerStart};
+    use minibot_tools::tasks::{Delivery, TaskRequest, TaskService, TaskStatus};
     use std::time::{Duration, Instant};
 
     #[actix::test]
     async fn cancelling_a_running_task_stops_its_worker_and_reports_nothing() {
-        use actix::Actor as _;
         let llm = ScriptedLlm::start(vec![
             Script::new("slow work", vec![Reply::text("too late")]).delay(Duration::from_secs(30)),
         ])
@@ -180,13 +189,11 @@ mod in_process {
         )
         .unwrap();
         let config = minibot_config::Config::load(Some(&path)).unwrap();
-        let rt = Runtime::build(config).await.unwrap();
-        let router = Router::new(rt.clone()).start();
         let worker = WorkerCommand {
             program: binary("minibot"),
             args: vec!["worker".into(), "--config".into(), path.display().to_string()],
         };
-        rt.start_tasks(&router, Some(worker));
+        let rt = boot::start(config, Some(worker), WorkerStart::AtOnce).await.unwrap().runtime;
         let hub = rt.tasks.clone().unwrap();
         let ctx = minibot_agent::ToolContext {
             session_id: "test:1".into(),
@@ -214,8 +221,10 @@ mod in_process {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let record = hub.store.get(&task_id).await.unwrap().unwrap();
-        assert_eq!(record.status, "cancelled");
+        assert_eq!(record.status, TaskStatus::Cancelled);
         assert!(record.result_text.is_none(), "no result");
+        let answer = hub.get(&task_id, false, &ctx).await.unwrap();
+        assert_eq!(answer["task"]["usage"], serde_json::Value::Null, "the orchestrator ended it; no worker counts");
         let again = hub.cancel(&task_id, &ctx).await.unwrap();
         assert_eq!(again["cancelled"], false);
     }

@@ -2,11 +2,12 @@
 //! then the terminal event and the settlement of the claim.
 
 use crate::assembly::{Assembled, assemble};
-use minibot_agent::{AgentError, AgentEvent, AgentRun, StopReason, ToolContext};
+use minibot_agent::{AgentError, AgentEvent, AgentRun, ChannelCapabilities, Steer, StopReason, ToolContext};
 use minibot_config::Config;
-use minibot_protocol::{ControlKind, TaskOutcome, WorkerEvent, WorkerEventKind};
+use minibot_protocol::{ControlKind, TaskOutcome, TaskUsage, WorkerEvent, WorkerEventKind};
 use minibot_queue::{ClaimedTask, QueueError, WorkQueue};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
@@ -45,10 +46,11 @@ impl Worker {
 
     pub async fn run_task(&self, task: &ClaimedTask) -> Result<(), QueueError> {
         self.queue.emit(task, &self.event(task, WorkerEventKind::Started)).await?;
+        let tally = Tally::default();
         let finished = match assemble(&self.config, &task.envelope).await {
             Ok(mut assembled) => {
                 let mcp = assembled.mcp.take();
-                let result = self.execute(task, assembled).await;
+                let result = self.execute(task, assembled, &tally).await;
                 if let Some(hub) = mcp {
                     hub.shutdown().await;
                 }
@@ -58,10 +60,10 @@ impl Worker {
                         tracing::warn!(task_id = %task.envelope.task_id, "lease lost; another worker owns the task now");
                         return Ok(());
                     }
-                    Err(Interrupt::Cancelled) => finished(TaskOutcome::Cancelled, "cancelled", None, None),
+                    Err(Interrupt::Cancelled) => finished(TaskOutcome::Cancelled, "cancelled", None, tally.usage()),
                 }
             }
-            Err(error) => finished(TaskOutcome::Failed, "worker_error", None, Some(error)),
+            Err(error) => finished(TaskOutcome::Failed, "worker_error", Some(error), tally.usage()),
         };
         match self.queue.emit(task, &self.event(task, finished)).await {
             Ok(()) => self.queue.settle(task).await,
@@ -73,14 +75,21 @@ impl Worker {
         }
     }
 
-    async fn execute(&self, task: &ClaimedTask, assembled: Assembled) -> Result<WorkerEventKind, Interrupt> {
+    /// Runs the agent. `tally` counts what the run did, for a run that ends without an outcome.
+    async fn execute(
+        &self,
+        task: &ClaimedTask,
+        assembled: Assembled,
+        tally: &Tally,
+    ) -> Result<WorkerEventKind, Interrupt> {
         let provider = match minibot_llm::provider_for(&assembled.endpoint).map_err(|e| e.to_string()) {
             Ok(provider) => provider,
-            Err(error) => return Ok(finished(TaskOutcome::Failed, "provider_error", None, Some(error))),
+            Err(error) => return Ok(finished(TaskOutcome::Failed, "provider_error", Some(error), tally.usage())),
         };
         let (inbox_tx, mut inbox_rx) = mpsc::unbounded_channel();
         let (events_tx, events_rx) = mpsc::unbounded_channel::<AgentEvent>();
         let on_event = move |event: AgentEvent| {
+            tally.count(&event);
             let _ = events_tx.send(event);
         };
         let envelope = &task.envelope;
@@ -106,6 +115,8 @@ impl Worker {
                 call_id: String::new(),
                 turn_id: String::new(),
                 task_depth: 0,
+                // A worker has no channel of its own: its tools can deliver nothing to the chat directly.
+                capabilities: ChannelCapabilities::default(),
             },
             inbox: Some(&mut inbox_rx),
             on_event: &on_event,
@@ -133,16 +144,16 @@ impl Worker {
                 }
             }
             Err(AgentError::Provider(error)) => {
-                finished(TaskOutcome::Failed, "provider_error", None, Some(error.to_string()))
+                finished(TaskOutcome::Failed, "provider_error", Some(error.to_string()), tally.usage())
             }
             Err(error @ AgentError::FatalTool { .. }) => {
-                finished(TaskOutcome::Failed, "worker_error", None, Some(error.to_string()))
+                finished(TaskOutcome::Failed, "worker_error", Some(error.to_string()), tally.usage())
             }
         })
     }
 
     /// Polls control messages; returns only when the task must stop.
-    async fn watch_controls(&self, task: &ClaimedTask, inbox: mpsc::UnboundedSender<String>) -> Interrupt {
+    async fn watch_controls(&self, task: &ClaimedTask, inbox: mpsc::UnboundedSender<Steer>) -> Interrupt {
         loop {
             match self.queue.controls(task).await {
                 Ok(messages) => {
@@ -150,7 +161,8 @@ impl Worker {
                         match message.kind {
                             ControlKind::Cancel => return Interrupt::Cancelled,
                             ControlKind::Steer { text } => {
-                                let _ = inbox.send(format!("{STEER_PREFIX}{text}"));
+                                // The worker stores no transcript, so it never asks which steers were read.
+                                let _ = inbox.send(Steer { id: String::new(), text: format!("{STEER_PREFIX}{text}") });
                             }
                         }
                     }
@@ -190,14 +202,47 @@ impl Worker {
     }
 }
 
-fn finished(outcome: TaskOutcome, stop_reason: &str, text: Option<String>, error: Option<String>) -> WorkerEventKind {
+/// The terminal event of a run that ended without an answer, with what it had used by then.
+fn finished(outcome: TaskOutcome, stop_reason: &str, error: Option<String>, usage: TaskUsage) -> WorkerEventKind {
     WorkerEventKind::Finished {
         outcome,
         stop_reason: stop_reason.into(),
-        text,
+        text: None,
         error,
-        steps: 0,
-        tool_calls: 0,
-        total_tokens: 0,
+        steps: usage.steps,
+        tool_calls: usage.tool_calls,
+        total_tokens: usage.total_tokens,
+    }
+}
+
+/// Steps and tool calls a run has started, counted from its events, for the runs that end without an
+/// [`minibot_agent::AgentOutcome`] (cancelled, provider error, fatal tool error), whose own counts are lost.
+/// Tokens are not in the events, so such a run reports none; calls the agent refused before running them
+/// (unknown tool, unreadable arguments) are not counted either.
+#[derive(Default)]
+struct Tally {
+    steps: AtomicU32,
+    tool_calls: AtomicU32,
+}
+
+impl Tally {
+    fn count(&self, event: &AgentEvent) {
+        match event {
+            AgentEvent::StepStarted { step } => {
+                self.steps.fetch_max(*step, Ordering::Relaxed);
+            }
+            AgentEvent::ToolStarted { .. } => {
+                self.tool_calls.fetch_add(1, Ordering::Relaxed);
+            }
+            AgentEvent::ToolFinished { .. } => {}
+        }
+    }
+
+    fn usage(&self) -> TaskUsage {
+        TaskUsage {
+            steps: self.steps.load(Ordering::Relaxed),
+            tool_calls: self.tool_calls.load(Ordering::Relaxed),
+            total_tokens: 0,
+        }
     }
 }

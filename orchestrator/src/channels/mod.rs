@@ -1,3 +1,5 @@
-//! Channel actors: they turn user input into [`crate::messages::Inbound`] and render replies.
+//! Channel actors: they turn user input into [`crate::messages::Inbound`], register a
+//! [`crate::messages::ChannelHandle`] that says where replies go and what the channel can do, and render what
+//! the conversation sends. They know the router only as an [`crate::messages::Intake`].
 
 pub mod console;

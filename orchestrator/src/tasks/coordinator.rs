@@ -3,14 +3,13 @@
 //! rate-limited progress notes, `spawn_task` results straight to the chat, `delegate` results as a new turn
 //! of the main agent. An event is acknowledged only after it was applied, so a crash in between replays it.
 
-use super::TaskHub;
+use super::hub::TaskHub;
 use super::texts;
-use crate::messages::{Inbound, Outbound, OutboundRole, TaskSource, session_id};
-use crate::router::Deliver;
+use crate::messages::{Deliver, Inbound, Outbound, OutboundRole, TaskRoutes, TaskSource, session_id};
 use actix::prelude::*;
-use minibot_protocol::{TaskOutcome, WorkerEventKind};
+use minibot_protocol::{Delivery, TaskStatus, TaskUsage, WorkerEventKind};
 use minibot_queue::EventDelivery;
-use minibot_store::{Applied, Role, TaskRecord};
+use minibot_store::{Applied, Ending, Role, TaskRecord};
 use serde_json::json;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,6 +17,7 @@ use std::time::{Duration, Instant};
 
 pub struct TaskCoordinator {
     hub: Arc<TaskHub>,
+    routes: TaskRoutes,
     last_progress: HashMap<String, Instant>,
 }
 
@@ -27,8 +27,8 @@ pub struct TaskCoordinator {
 struct Apply(EventDelivery);
 
 impl TaskCoordinator {
-    pub fn new(hub: Arc<TaskHub>) -> Self {
-        Self { hub, last_progress: HashMap::new() }
+    pub fn new(hub: Arc<TaskHub>, routes: TaskRoutes) -> Self {
+        Self { hub, routes, last_progress: HashMap::new() }
     }
 
     fn progress_due(&mut self, task_id: &str) -> bool {
@@ -111,16 +111,15 @@ impl Handler<Apply> for TaskCoordinator {
                                            "total_tokens": total_tokens, "attempt": event.attempt });
                     hub.store.progress(&event.task_id, event.attempt, &progress).await
                 }
-                WorkerEventKind::Finished { outcome, stop_reason, text, error, .. } => {
-                    let status = match outcome {
-                        TaskOutcome::Done => "done",
-                        TaskOutcome::Failed => "failed",
-                        TaskOutcome::TimedOut => "timed_out",
-                        TaskOutcome::Cancelled => "cancelled",
+                WorkerEventKind::Finished { outcome, stop_reason, text, error, steps, tool_calls, total_tokens } => {
+                    let ending = Ending {
+                        status: TaskStatus::from(*outcome),
+                        stop_reason,
+                        text: text.as_deref(),
+                        error: error.as_deref(),
+                        usage: Some(TaskUsage { steps: *steps, tool_calls: *tool_calls, total_tokens: *total_tokens }),
                     };
-                    hub.store
-                        .finish(&event.task_id, event.attempt, status, stop_reason, text.as_deref(), error.as_deref())
-                        .await
+                    hub.store.finish(&event.task_id, event.attempt, &ending).await
                 }
             };
             let route = match applied {
@@ -138,7 +137,7 @@ impl Handler<Apply> for TaskCoordinator {
             (route, Some(delivery))
         };
         Box::pin(apply.into_actor(self).then(|(route, delivery), act, _ctx| {
-            let hub = act.hub.clone();
+            let (hub, routes) = (act.hub.clone(), act.routes.clone());
             let progress_due = match &route {
                 Route::Progress(record) => act.progress_due(&record.id),
                 Route::Finished(record) => {
@@ -149,8 +148,8 @@ impl Handler<Apply> for TaskCoordinator {
             };
             async move {
                 match route {
-                    Route::Progress(record) if progress_due => deliver_progress(&hub, &record),
-                    Route::Finished(record) => deliver_result(&hub, &record).await,
+                    Route::Progress(record) if progress_due => deliver_progress(&routes, &record),
+                    Route::Finished(record) => deliver_result(&hub, &routes, &record).await,
                     _ => {}
                 }
                 if let Some(delivery) = delivery
@@ -164,26 +163,26 @@ impl Handler<Apply> for TaskCoordinator {
     }
 }
 
-fn deliver_progress(hub: &TaskHub, record: &TaskRecord) {
-    let (Some(router), Some(chat_id)) = (hub.router(), record.chat_id) else { return };
+fn deliver_progress(routes: &TaskRoutes, record: &TaskRecord) {
+    let Some(chat_id) = record.chat_id else { return };
     let mut note = Outbound::text(&record.channel, chat_id, texts::progress_note(record), OutboundRole::Progress);
     note.task_id = Some(record.id.clone());
-    router.do_send(Deliver(note));
+    routes.deliver.do_send(Deliver(note));
 }
 
-async fn deliver_result(hub: &TaskHub, record: &TaskRecord) {
+async fn deliver_result(hub: &TaskHub, routes: &TaskRoutes, record: &TaskRecord) {
     tracing::info!(task_id = %record.id, status = %record.status, attempts = record.attempts, "task ended");
-    if record.status == "cancelled" {
+    if record.status == TaskStatus::Cancelled {
         return;
     }
-    let (Some(router), Some(chat_id)) = (hub.router(), record.chat_id) else {
+    let Some(chat_id) = record.chat_id else {
         tracing::warn!(task_id = %record.id, "task has no chat to report to");
         return;
     };
-    if record.delivery == "delegate" {
+    if record.delivery == Delivery::Delegate {
         let mut inbound = Inbound::new(&record.channel, chat_id, record.user_id, texts::delegated_turn(record));
         inbound.source = Some(TaskSource { task_id: record.id.clone(), depth: record.continuation_depth + 1 });
-        router.do_send(inbound);
+        routes.turn.do_send(inbound);
         return;
     }
     let session = session_id(&record.channel, chat_id);
@@ -193,6 +192,6 @@ async fn deliver_result(hub: &TaskHub, record: &TaskRecord) {
     }
     let mut message = Outbound::text(&record.channel, chat_id, texts::spawn_result(record), OutboundRole::TaskResult);
     message.task_id = Some(record.id.clone());
-    message.is_error = record.status != "done";
-    router.do_send(Deliver(message));
+    message.is_error = record.status != TaskStatus::Done;
+    routes.deliver.do_send(Deliver(message));
 }

@@ -2,20 +2,19 @@
 //! questions from the task records. The record is written before the envelope is published, so a task the
 //! model was told about always exists; a publish that fails marks it failed and the tool result says so.
 
-use crate::router::Router;
-use actix::Addr;
 use futures_util::future::BoxFuture;
 use minibot_agent::{ToolContext, ToolError};
-use minibot_config::{AgentDefinition, Config, DelegationMode, TaskBackend, load_agents};
+use minibot_config::{AgentDefinition, Config, DelegationMode, load_agents};
 use minibot_protocol::{ControlKind, ControlMessage, ModelOverrides, PROTOCOL_VERSION, TaskEnvelope, TaskLimits};
 use minibot_queue::TaskQueue;
+use minibot_queue::backend::{self, OrchestratorQueue};
 use minibot_queue::sqlite::SqliteQueue;
-use minibot_store::{Lookup, NewTask, Store, TaskRecord, TaskStore};
-use minibot_tools::tasks::{Delivery, TaskRequest, TaskService};
+use minibot_store::{Ending, Lookup, NewTask, Store, TaskRecord, TaskStore};
+use minibot_tools::tasks::{Delivery, TaskRequest, TaskService, TaskStatus};
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use tokio::sync::watch;
 
 /// Delegations one turn may start, and delegated results that may chain into new delegations.
 pub const MAX_TASK_CONTINUATIONS: u32 = 3;
@@ -29,32 +28,16 @@ pub struct TaskHub {
     pub sqlite: Option<Arc<SqliteQueue>>,
     pub memory: Store,
     roster: Vec<(String, String)>,
-    router: OnceLock<Addr<Router>>,
     handoffs: Mutex<HashMap<String, Vec<String>>>,
     delegations: Mutex<HashMap<String, u32>>,
+    /// Raised by the first task submitted; local workers that start on demand wait for it.
+    demand: watch::Sender<bool>,
 }
 
 impl TaskHub {
     pub async fn open(config: Arc<Config>, memory: Store) -> anyhow::Result<Arc<Self>> {
-        let path = minibot_worker::tasks_db_path(&config)?;
-        let store = TaskStore::open(&path).await?;
-        let (queue, sqlite): (Arc<dyn TaskQueue>, Option<Arc<SqliteQueue>>) = match config.tasks.backend {
-            TaskBackend::Sqlite => {
-                let lease = Duration::from_secs(config.tasks.sqlite.lease_timeout_seconds);
-                let queue = Arc::new(SqliteQueue::open(&path, "orchestrator", lease).await?);
-                (queue.clone(), Some(queue))
-            }
-            TaskBackend::Rabbitmq => {
-                let settings = minibot_worker::amqp_settings(&config);
-                let queue = minibot_queue::amqp::AmqpQueue::connect(&settings, "orchestrator").await.map_err(|e| {
-                    anyhow::anyhow!(
-                        "cannot reach RabbitMQ at {} (rabbitmq.broker_url): {e}",
-                        minibot_worker::redact_url(&settings.broker_url)
-                    )
-                })?;
-                (Arc::new(queue), None)
-            }
-        };
+        let store = TaskStore::open(&backend::tasks_db_path(&config)?).await?;
+        let OrchestratorQueue { queue, sqlite } = backend::open_orchestrator_queue(&config).await?;
         let agents = if config.specialists_enabled() {
             load_agents(&config.resolve_path(&config.orchestration.directory))?
         } else {
@@ -68,18 +51,26 @@ impl TaskHub {
             sqlite,
             memory,
             roster,
-            router: OnceLock::new(),
             handoffs: Mutex::new(HashMap::new()),
             delegations: Mutex::new(HashMap::new()),
+            demand: watch::Sender::new(false),
         }))
     }
 
-    pub fn attach(&self, router: Addr<Router>) {
-        let _ = self.router.set(router);
+    /// Resolves once a task has been submitted in this process, or at once when `unfinished_counts` and the
+    /// task store holds tasks that have not ended (queued by an earlier run).
+    pub async fn demand(&self, unfinished_counts: bool) {
+        if unfinished_counts && self.store.active().await.is_ok_and(|active| !active.is_empty()) {
+            return;
+        }
+        let mut demand = self.demand.subscribe();
+        let _ = demand.wait_for(|wanted| *wanted).await;
     }
 
-    pub fn router(&self) -> Option<&Addr<Router>> {
-        self.router.get()
+    /// Closes the task records and the queue (SQLite pools need their runtime to close, so before it ends).
+    pub async fn close(&self) {
+        self.store.close().await;
+        self.queue.close().await;
     }
 
     /// Task ids a turn handed off, once.
@@ -224,7 +215,7 @@ impl TaskHub {
             context_json: request.context_json.clone(),
             model_overrides: json!({ "model_provider": overrides.model_provider, "model": overrides.model,
                                      "reasoning_effort": overrides.reasoning_effort }),
-            delivery: delivery.as_str().into(),
+            delivery,
             continuation_depth: ctx.task_depth,
             origin_turn_id: Some(ctx.turn_id.clone()).filter(|t| !t.is_empty()),
             max_attempts,
@@ -251,12 +242,15 @@ impl TaskHub {
             user_id: ctx.user_id,
             max_attempts,
         };
+        self.demand.send_replace(true);
         if let Err(error) = self.queue.publish(&envelope).await {
             tracing::error!(task_id = %id, error = %error, "cannot queue the task");
-            let _ = self.store.finish(&id, 0, "failed", "worker_error", None, Some(&error.to_string())).await;
+            let error_text = error.to_string();
+            let ending = Ending { error: Some(&error_text), ..Ending::new(TaskStatus::Failed, "worker_error") };
+            let _ = self.store.finish(&id, 0, &ending).await;
             return Err(ToolError::respond("task:queue_failed", format!("the task could not be queued: {error}")));
         }
-        tracing::info!(task_id = %id, agent = ?envelope.agent_name, delivery = delivery.as_str(), "task queued");
+        tracing::info!(task_id = %id, agent = ?envelope.agent_name, delivery = %delivery, "task queued");
         if !ctx.turn_id.is_empty() {
             if let Err(error) = self.memory.mark_task_handoff(&ctx.turn_id).await {
                 tracing::warn!(error = %error, "cannot mark the turn's hand-off");
@@ -327,7 +321,7 @@ impl TaskService for TaskHub {
                 Err(answer) => return Ok(answer),
             };
             self.store
-                .finish(&record.id, record.attempts, "cancelled", "cancelled", None, None)
+                .finish(&record.id, record.attempts, &Ending::new(TaskStatus::Cancelled, "cancelled"))
                 .await
                 .map_err(store_error)?;
             if let Err(error) = self.queue.control(&ControlMessage::new(&record.id, ControlKind::Cancel)).await {
@@ -358,7 +352,7 @@ impl TaskService for TaskHub {
 
     fn list<'a>(
         &'a self,
-        status: Option<&'a str>,
+        status: Option<TaskStatus>,
         limit: u32,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
@@ -388,6 +382,8 @@ impl TaskService for TaskHub {
             task["last_error"] = json!(record.last_error);
             task["completed_at"] = json!(record.completed_at);
             task["result"] = json!({ "text": record.result_text });
+            // What the attempt that ended the task used, as its worker reported it; null until then.
+            task["usage"] = json!(record.usage);
             let mut answer = json!({ "found": true, "task": task });
             if include_events {
                 let events = self.store.events(&record.id).await.map_err(store_error)?;

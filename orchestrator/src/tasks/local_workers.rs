@@ -1,8 +1,12 @@
 //! Local worker processes for the SQLite backend: the orchestrator starts `[tasks] local_workers` of them,
 //! restarts one that exits, and releases a dead worker's leases at once so its task starts again without
 //! waiting for the lease to expire. Workers exit by themselves when the orchestrator is gone.
+//!
+//! A long-running orchestrator starts them at once, so the first task does not wait for a process to start. A
+//! one-shot run (`console --once`) starts them with its first task (or at once when tasks of an earlier run are
+//! still unfinished), so a question that needs no task forks no process.
 
-use super::TaskHub;
+use super::hub::TaskHub;
 use actix::prelude::*;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -16,15 +20,23 @@ pub struct WorkerCommand {
     pub args: Vec<String>,
 }
 
+/// When the worker processes start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkerStart {
+    AtOnce,
+    OnDemand,
+}
+
 pub struct LocalWorkers {
     hub: Arc<TaskHub>,
     command: WorkerCommand,
     count: u32,
+    start: WorkerStart,
 }
 
 impl LocalWorkers {
-    pub fn new(hub: Arc<TaskHub>, command: WorkerCommand, count: u32) -> Self {
-        Self { hub, command, count }
+    pub fn new(hub: Arc<TaskHub>, command: WorkerCommand, count: u32, start: WorkerStart) -> Self {
+        Self { hub, command, count, start }
     }
 }
 
@@ -32,10 +44,19 @@ impl Actor for LocalWorkers {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        for slot in 0..self.count {
-            let (hub, command) = (self.hub.clone(), self.command.clone());
-            ctx.spawn(supervise(hub, command, slot).into_actor(self));
-        }
+        let hub = self.hub.clone();
+        let on_demand = self.start == WorkerStart::OnDemand;
+        let wait = async move {
+            if on_demand {
+                hub.demand(true).await;
+            }
+        };
+        ctx.wait(wait.into_actor(self).map(|(), act, ctx| {
+            for slot in 0..act.count {
+                let (hub, command) = (act.hub.clone(), act.command.clone());
+                ctx.spawn(supervise(hub, command, slot).into_actor(act));
+            }
+        }));
     }
 }
 

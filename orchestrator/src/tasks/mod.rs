@@ -8,4 +8,4 @@ pub mod local_workers;
 mod texts;
 
 pub use hub::TaskHub;
-pub use local_workers::WorkerCommand;
+pub use local_workers::{WorkerCommand, WorkerStart};

@@ -1,6 +1,6 @@
 //! What the user and the main agent read about a finished task.
 
-use minibot_store::TaskRecord;
+use minibot_store::{TaskRecord, TaskStatus};
 
 /// Longest delegated result put into the main agent's turn; the rest stays available through `get_task`.
 pub const MAX_DELEGATED_CHARS: usize = 12_000;
@@ -11,9 +11,9 @@ fn label(record: &TaskRecord) -> String {
 
 /// The chat message for a `spawn_task` task that ended.
 pub fn spawn_result(record: &TaskRecord) -> String {
-    match record.status.as_str() {
-        "done" => record.result_text.clone().unwrap_or_default(),
-        "timed_out" => "The background task exceeded its time limit and was cancelled.".into(),
+    match record.status {
+        TaskStatus::Done => record.result_text.clone().unwrap_or_default(),
+        TaskStatus::TimedOut => "The background task exceeded its time limit and was cancelled.".into(),
         _ if matches!(record.stop_reason.as_deref(), Some("max_steps" | "max_tool_calls")) => {
             "The background task reached a configured limit before finishing.".into()
         }
@@ -26,7 +26,7 @@ pub fn spawn_result(record: &TaskRecord) -> String {
 
 /// The line kept in the chat history instead of the worker's text.
 pub fn history_note(record: &TaskRecord) -> String {
-    if record.status == "done" {
+    if record.status == TaskStatus::Done {
         format!("[{} finished. Call get_task if you need its result.]", label(record))
     } else {
         format!("[{} ended with status {}. Call get_task for details.]", label(record), record.status)
@@ -36,9 +36,9 @@ pub fn history_note(record: &TaskRecord) -> String {
 /// The new turn that brings a `delegate` result back to the main agent. The worker's output is untrusted data
 /// (it may quote web pages or files), so it is fenced and its own fence markers are escaped.
 pub fn delegated_turn(record: &TaskRecord) -> String {
-    let body = match record.status.as_str() {
-        "done" => record.result_text.clone().unwrap_or_default(),
-        "timed_out" => "The task timed out and was cancelled before producing a result.".into(),
+    let body = match record.status {
+        TaskStatus::Done => record.result_text.clone().unwrap_or_default(),
+        TaskStatus::TimedOut => "The task timed out and was cancelled before producing a result.".into(),
         _ => format!(
             "The task failed: {} (stop reason: {})",
             record.last_error.as_deref().unwrap_or("unknown error"),
@@ -53,7 +53,7 @@ pub fn delegated_turn(record: &TaskRecord) -> String {
     } else {
         body
     };
-    let headline = if record.status == "done" {
+    let headline = if record.status == TaskStatus::Done {
         format!("{} finished.", label(record))
     } else {
         format!("{} ended with status {}.", label(record), record.status)

@@ -1,8 +1,8 @@
 use actix::prelude::*;
 use minibot_config::Config;
-use minibot_orchestrator::conversation::ChannelHandle;
+use minibot_orchestrator::messages::{ChannelCapabilities, ChannelHandle, RegisterChannel};
 use minibot_orchestrator::messages::{Inbound, Outbound, Progress};
-use minibot_orchestrator::router::{RegisterChannel, Router};
+use minibot_orchestrator::router::Router;
 use minibot_orchestrator::runtime::Runtime;
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,6 +12,22 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 pub struct TestChannel {
     outbound: UnboundedSender<Outbound>,
     progress: UnboundedSender<Progress>,
+}
+
+/// Registers a channel under `name` whose replies and progress go to the two senders.
+pub async fn register(
+    router: &Addr<Router>,
+    name: &str,
+    outbound: UnboundedSender<Outbound>,
+    progress: UnboundedSender<Progress>,
+) {
+    let channel = TestChannel { outbound, progress }.start();
+    let handle = ChannelHandle {
+        outbound: channel.clone().recipient(),
+        progress: channel.recipient(),
+        capabilities: ChannelCapabilities::default(),
+    };
+    router.send(RegisterChannel { name: name.into(), handle }).await.unwrap();
 }
 
 impl Actor for TestChannel {
@@ -59,14 +75,7 @@ impl Harness {
         let router = Router::new(runtime.clone()).start();
         let (out_tx, replies) = unbounded_channel();
         let (progress_tx, progress) = unbounded_channel();
-        let channel = TestChannel { outbound: out_tx, progress: progress_tx }.start();
-        router
-            .send(RegisterChannel {
-                name: "test".into(),
-                handle: ChannelHandle { outbound: channel.clone().recipient(), progress: channel.recipient() },
-            })
-            .await
-            .unwrap();
+        register(&router, "test", out_tx, progress_tx).await;
         Self { router, runtime, replies, progress, _dir: dir }
     }
 

@@ -37,6 +37,7 @@ async fn two_chats_run_concurrently_while_one_chat_stays_in_order() {
     let first = history.iter().position(|m| m == "first of one").expect("first stored");
     let second = history.iter().position(|m| m == "second of one").expect("second stored");
     assert!(first < second, "{history:?}");
+    let mut requests_with_second = 0;
     for request in llm.requests() {
         let users: Vec<String> = request["messages"]
             .as_array()
@@ -46,9 +47,11 @@ async fn two_chats_run_concurrently_while_one_chat_stays_in_order() {
             .map(|m| m["content"].as_str().unwrap().to_string())
             .collect();
         if let Some(s) = users.iter().position(|u| u == "second of one") {
+            requests_with_second += 1;
             assert!(users[..s].contains(&"first of one".to_string()), "order kept: {users:?}");
         }
     }
+    assert!(requests_with_second > 0, "no request to the model carried \"second of one\": {:?}", llm.requests());
 }
 
 #[actix::test]
@@ -173,7 +176,7 @@ async fn pending_turns_are_replayed_after_a_restart() {
         store.close().await;
     }
     let mut h = Harness::start_in(dir, &llm.base_url(), "").await;
-    let replayed = h.router.send(minibot_orchestrator::router::ReplayPending).await.unwrap();
+    let replayed = h.router.send(minibot_orchestrator::messages::ReplayPending).await.unwrap();
     assert_eq!(replayed.len(), 1);
     assert_eq!(h.reply().await.text, "done now");
     assert_eq!(h.history(3).await, ["interrupted", "done now"]);
@@ -222,4 +225,43 @@ async fn the_guardrail_reruns_a_turn_that_needed_tools() {
     // A request that needs no tools: the classifier is asked, says yes again, the rerun still uses none.
     h.send(2, "tell me a joke");
     assert_eq!(h.reply().await.text, minibot_orchestrator::guardrail::GUARDRAIL_REPLY);
+}
+
+#[actix::test]
+async fn a_message_sent_during_a_turn_is_read_by_it_and_answered_once() {
+    let llm = ScriptedLlm::start(vec![
+        Script::new("look up the time", vec![Reply::tool("current_datetime", json!({}))])
+            .delay(Duration::from_millis(400)),
+        Script::new("and the date too", vec![Reply::text("both, answered together")]),
+    ])
+    .await;
+    let mut h = Harness::start(&llm.base_url(), "").await;
+    let first = h.send(1, "look up the time");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let second = h.send(1, "and the date too");
+    let reply = h.reply().await;
+    assert_eq!(reply.text, "both, answered together");
+    assert_eq!(reply.answers, [first.event_id, second.event_id], "one reply answers both messages");
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 2, "the steered message joined the running turn: {requests:?}");
+    let last = requests[1]["messages"].as_array().unwrap();
+    assert_eq!(last.last().unwrap()["content"], "and the date too", "read after the tool result: {last:?}");
+    assert_eq!(h.history(1).await, ["look up the time", "and the date too", "both, answered together"]);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(h.replies.try_recv().is_err(), "no second turn for the steered message");
+    assert!(h.runtime.store.pending_turns().await.unwrap().is_empty());
+}
+
+#[actix::test]
+async fn task_results_for_a_channel_that_registers_later_are_held_for_it() {
+    use minibot_orchestrator::messages::{Deliver, Outbound, OutboundRole};
+    let llm = ScriptedLlm::start(Vec::new()).await;
+    let mut h = Harness::start(&llm.base_url(), "").await;
+    let early = Outbound::text("late", 5, "a task result from before start-up", OutboundRole::TaskResult);
+    h.router.do_send(Deliver(early));
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    super::harness::register(&h.router, "late", tx, tokio::sync::mpsc::unbounded_channel().0).await;
+    let delivered = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.unwrap().unwrap();
+    assert_eq!(delivered.text, "a task result from before start-up");
+    assert!(h.replies.try_recv().is_err(), "nothing went to the other channel");
 }

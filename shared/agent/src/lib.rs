@@ -5,6 +5,7 @@
 //! Nothing here knows about actors, channels or queues: the orchestrator runs the loop inside a conversation
 //! actor, the worker inside a task.
 
+pub mod channel;
 mod guards;
 mod outcome;
 pub mod policy;
@@ -14,8 +15,9 @@ mod run;
 pub mod spill;
 mod tool;
 
+pub use channel::{ChannelCapabilities, TextFormat};
 pub use guards::{parse_arguments, sha256_hex};
-pub use outcome::{AgentError, AgentEvent, AgentOutcome, ReplyKind, StopReason};
+pub use outcome::{AgentError, AgentEvent, AgentOutcome, ReplyKind, Steer, StopReason};
 pub use policy::{Patterns, ToolPolicy};
 pub use prompt::{PromptBuilder, PromptLibrary};
 pub use registry::ToolRegistry;

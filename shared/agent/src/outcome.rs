@@ -52,9 +52,17 @@ pub struct AgentOutcome {
     pub tool_calls: u32,
     /// Tool names in the order they ran.
     pub tools_used: Vec<String>,
-    /// User messages that were steered into the run, in order.
-    pub steered: Vec<String>,
+    /// Messages that were steered into the run and read by it, in order.
+    pub steered: Vec<Steer>,
     pub elapsed: Duration,
+}
+
+/// A message that arrives while a run works: read before the next provider call. `id` lets the sender tell which
+/// of its messages the run read (the rest become later turns).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Steer {
+    pub id: String,
+    pub text: String,
 }
 
 /// A run that could not produce an answer.

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 const BUILTIN: &[(&str, &str)] = &[
     ("main_agent_system.md", include_str!("../../../prompts/main_agent_system.md")),
+    ("delegation.md", include_str!("../../../prompts/delegation.md")),
     ("policies/tool_usage.md", include_str!("../../../prompts/policies/tool_usage.md")),
     ("channels/console.md", include_str!("../../../prompts/channels/console.md")),
     ("channels/telegram.md", include_str!("../../../prompts/channels/telegram.md")),
@@ -149,5 +150,17 @@ mod tests {
         assert_eq!(policies.last().map(String::as_str), Some("House rules."));
         assert!(library.get("channels/console.md").ok().flatten().is_some(), "built-in fallback");
         std::fs::remove_dir_all(dir).ok();
+    }
+
+    #[test]
+    fn delegation_policy_is_built_in_and_can_be_overridden() {
+        let builtin = PromptLibrary::new(None).get("delegation.md").expect("read").expect("built in");
+        assert_eq!(builtin, include_str!("../../../prompts/delegation.md"));
+        assert!(builtin.contains("spawn_task"), "{builtin}");
+
+        let dir = tempfile::tempdir().expect("dir");
+        std::fs::write(dir.path().join("delegation.md"), "Delegate sparingly.").expect("write");
+        let library = PromptLibrary::new(Some(dir.path().to_path_buf()));
+        assert_eq!(library.get("delegation.md").expect("read").as_deref(), Some("Delegate sparingly."));
     }
 }

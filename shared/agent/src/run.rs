@@ -2,7 +2,7 @@
 //! limit or guard stops it. Plain async code with no actor types, so the orchestrator and the worker share it.
 
 use crate::guards::{parse_arguments, sha256_hex, unwrap_legacy_answer};
-use crate::outcome::{AgentError, AgentEvent, AgentOutcome, ReplyKind, StopReason};
+use crate::outcome::{AgentError, AgentEvent, AgentOutcome, ReplyKind, Steer, StopReason};
 use crate::registry::ToolRegistry;
 use crate::tool::{ToolContext, ToolError};
 use minibot_llm::{ChatProvider, ChatRequest, Message, ToolCall, Usage};
@@ -52,7 +52,7 @@ pub struct AgentRun<'a> {
     pub limits: Limits,
     pub context: ToolContext,
     /// Messages for this run that arrive while it works (steering). Read before every provider call.
-    pub inbox: Option<&'a mut UnboundedReceiver<String>>,
+    pub inbox: Option<&'a mut UnboundedReceiver<Steer>>,
     pub on_event: &'a (dyn Fn(AgentEvent) + Send + Sync),
 }
 
@@ -228,9 +228,9 @@ impl AgentRun<'_> {
 
     fn drain_inbox(&mut self, messages: &mut Vec<Message>, state: &mut LoopState) {
         if let Some(inbox) = self.inbox.as_mut() {
-            while let Ok(text) = inbox.try_recv() {
-                messages.push(Message::User(text.clone()));
-                state.steered.push(text);
+            while let Ok(steer) = inbox.try_recv() {
+                messages.push(Message::User(steer.text.clone()));
+                state.steered.push(steer);
             }
         }
     }
@@ -258,7 +258,7 @@ struct LoopState {
     tool_calls: u32,
     usage: Usage,
     tools_used: Vec<String>,
-    steered: Vec<String>,
+    steered: Vec<Steer>,
     failures: HashMap<String, u32>,
     text_tool_nudges: u32,
     truncated_in_a_row: u32,

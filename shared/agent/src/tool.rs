@@ -1,6 +1,7 @@
 //! The tool traits. A tool is written against [`Tool`] (typed arguments, a JSON schema); the registry holds the
 //! object-safe [`DynTool`] twin, which MCP bindings implement directly.
 
+use crate::channel::ChannelCapabilities;
 use futures_util::future::BoxFuture;
 use minibot_llm::ToolSpec;
 use serde::de::DeserializeOwned;
@@ -23,6 +24,8 @@ pub struct ToolContext {
     pub turn_id: String,
     /// How many delegated results led to this turn (0 for a turn the user started).
     pub task_depth: u32,
+    /// What the turn's channel can do; tools whose effect it cannot carry out refuse instead of pretending.
+    pub capabilities: ChannelCapabilities,
 }
 
 /// A failed call. `RespondToModel` goes back to the model as an error result and the turn continues; `Fatal`

@@ -3,6 +3,13 @@
 //! Pure data, encoded as MessagePack with field names (`rmp_serde::to_vec_named`) so either side can add
 //! optional fields without breaking the other. Every message carries [`PROTOCOL_VERSION`]; a message that does
 //! not decode, or has a version this side does not speak, is a [`ProtocolError`], never a panic.
+//!
+//! The task states the orchestrator records and shows ([`TaskStatus`], [`Delivery`], [`TaskUsage`]) live here
+//! too, so the store, the task tools and the orchestrator share one spelling of each.
+
+mod state;
+
+pub use state::{Delivery, TaskStatus, TaskUsage, UnknownName};
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -68,7 +75,7 @@ impl TaskEnvelope {
     }
 }
 
-/// How a task attempt ended.
+/// How a task attempt ended; the task's status follows from it (`TaskStatus::from`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskOutcome {
@@ -98,7 +105,9 @@ pub enum WorkerEventKind {
         tool_names: Vec<String>,
         total_tokens: u64,
     },
-    /// Terminal. `text` is the answer on `done`; `error` says what went wrong otherwise.
+    /// Terminal. `text` is the answer on `done`; `error` says what went wrong otherwise. `steps`,
+    /// `tool_calls` and `total_tokens` are what the attempt used (the orchestrator keeps them as a
+    /// [`TaskUsage`]); they are separate fields so the message stays readable by either side's older version.
     Finished {
         outcome: TaskOutcome,
         stop_reason: String,

@@ -11,9 +11,11 @@
 //! reports the task as failed (`worker_error`) and drops it. A task may therefore report more than one
 //! terminal event (a redelivery after its answer was stored but not its settlement); the consumer of events
 //! keeps the first. Two backends: [`sqlite::SqliteQueue`] (one WAL
-//! database file shared with local workers) and [`amqp::AmqpQueue`] (RabbitMQ via lapin).
+//! database file shared with local workers) and [`amqp::AmqpQueue`] (RabbitMQ via lapin); [`backend`] opens
+//! the one the config names.
 
 pub mod amqp;
+pub mod backend;
 pub mod sqlite;
 
 use futures_util::future::BoxFuture;
@@ -33,6 +35,11 @@ pub enum QueueError {
     LeaseLost { task_id: String },
     #[error("the queue is closed")]
     Closed,
+    #[error("{key} `{url}` is not a SQLite URL")]
+    NotSqliteUrl { key: &'static str, url: String },
+    /// The broker did not answer at start-up; `url` has its password hidden.
+    #[error("cannot reach RabbitMQ at {url} ({key}): {error}")]
+    Unreachable { url: String, key: &'static str, error: Box<QueueError> },
 }
 
 pub type Result<T> = std::result::Result<T, QueueError>;
@@ -67,6 +74,9 @@ pub trait TaskQueue: Send + Sync {
     /// in the background); an event whose removal is lost is delivered again, and must be applied idempotently
     /// (the AMQP backend itself drops events that follow a task's terminal event).
     fn ack_event(&self, delivery: &EventDelivery) -> BoxFuture<'_, Result<()>>;
+    /// Closes the backend (SQLite: the pool; AMQP: the connection). Call it before the tokio runtime stops: a
+    /// pooled SQLite connection dropped after that panics.
+    fn close(&self) -> BoxFuture<'_, ()>;
 }
 
 /// A worker's side.
@@ -88,6 +98,8 @@ pub trait WorkQueue: Send + Sync {
     /// AMQP: the ack follows the terminal event's publisher confirm). If the terminal event turns out not to
     /// be stored, the task is redelivered as another attempt and its answer comes from that run.
     fn settle<'a>(&'a self, task: &'a ClaimedTask) -> BoxFuture<'a, Result<()>>;
+    /// Closes the backend; unsettled claims go back to the queue. Call it before the tokio runtime stops.
+    fn close(&self) -> BoxFuture<'_, ()>;
 }
 
 /// The text of the failure a dead task reports.

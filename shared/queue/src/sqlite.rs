@@ -11,7 +11,7 @@ use crate::{ClaimedTask, EventDelivery, QueueError, Result, TaskQueue, WorkQueue
 use futures_util::future::BoxFuture;
 use minibot_protocol::{ControlKind, ControlMessage, TaskEnvelope, TaskOutcome, WorkerEvent, WorkerEventKind};
 use sqlx::Row;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::SqlitePool;
 use std::collections::VecDeque;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -71,20 +71,13 @@ fn now_ms() -> i64 {
 impl SqliteQueue {
     /// Opens (creating when missing) the queue database. `lease_timeout` is `[tasks.sqlite].lease_timeout_seconds`.
     pub async fn open(path: &Path, worker_id: &str, lease_timeout: Duration) -> Result<Self> {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            let _ = std::fs::create_dir_all(parent);
-        }
-        let options = SqliteConnectOptions::new()
-            .filename(path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(Duration::from_secs(10));
-        let pool = SqlitePoolOptions::new()
-            .max_connections(2)
-            .connect_with(options)
-            .await
-            .map_err(|source| QueueError::Open { path: path.display().to_string(), source })?;
+        let pool = minibot_sqlite::open_pool(path, 2).await.map_err(|error| {
+            let source = match error {
+                minibot_sqlite::Error::CreateDir { source, .. } => sqlx::Error::Io(source),
+                minibot_sqlite::Error::Open { source, .. } => source,
+            };
+            QueueError::Open { path: path.display().to_string(), source }
+        })?;
         sqlx::raw_sql(SCHEMA).execute(&pool).await?;
         Ok(Self { pool, worker_id: worker_id.to_string(), lease_timeout, events: Mutex::new((VecDeque::new(), 0)) })
     }
@@ -104,6 +97,8 @@ impl SqliteQueue {
         Ok(sqlx::query_scalar("SELECT COUNT(*) FROM queue_tasks").fetch_one(&self.pool).await?)
     }
 
+    /// Closes the pool. Call it before the tokio runtime stops: sqlx returns a dropped connection on a
+    /// spawned task, which panics once the runtime is gone.
     pub async fn close(&self) {
         self.pool.close().await;
     }
@@ -264,6 +259,9 @@ impl TaskQueue for SqliteQueue {
             Ok(())
         })
     }
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(SqliteQueue::close(self))
+    }
 }
 
 impl WorkQueue for SqliteQueue {
@@ -345,5 +343,9 @@ impl WorkQueue for SqliteQueue {
             tx.commit().await?;
             Ok(())
         })
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(SqliteQueue::close(self))
     }
 }

@@ -10,13 +10,13 @@ mod pending;
 pub mod tasks;
 mod transcripts;
 
+pub use minibot_protocol::{Delivery, TaskStatus, TaskUsage};
 pub use pending::PendingTurn;
-pub use tasks::{Applied, Lookup, NewTask, TaskRecord, TaskStore};
+pub use tasks::{Applied, Ending, Lookup, NewTask, TaskRecord, TaskStore};
 pub use transcripts::{Role, StoredMessage};
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::SqlitePool;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -28,6 +28,8 @@ pub enum StoreError {
     Migrate { path: PathBuf, source: sqlx::migrate::MigrateError },
     #[error("database error: {0}")]
     Query(#[from] sqlx::Error),
+    #[error("task {task_id} has a row this version cannot read: {source}")]
+    BadTaskRow { task_id: String, source: minibot_protocol::UnknownName },
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;
@@ -54,27 +56,19 @@ impl Store {
         self.max_history_messages
     }
 
+    /// Closes the pool. Call it before the tokio runtime stops: sqlx returns a dropped connection on a
+    /// spawned task, which panics once the runtime is gone.
     pub async fn close(&self) {
         self.pool.close().await;
     }
 }
 
-/// A WAL-mode pool on `path`, creating the file and its folder when missing.
+/// A WAL-mode pool on `path`, creating the file and its folder when missing (see [`minibot_sqlite`]).
 pub(crate) async fn open_pool(path: &Path, max_connections: u32) -> Result<SqlitePool> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|source| StoreError::CreateDir { path: path.to_path_buf(), source })?;
-    }
-    let options = SqliteConnectOptions::new()
-        .filename(path)
-        .create_if_missing(true)
-        .journal_mode(SqliteJournalMode::Wal)
-        .synchronous(SqliteSynchronous::Normal)
-        .busy_timeout(Duration::from_secs(10));
-    SqlitePoolOptions::new()
-        .max_connections(max_connections)
-        .connect_with(options)
-        .await
-        .map_err(|source| StoreError::Open { path: path.to_path_buf(), source })
+    minibot_sqlite::open_pool(path, max_connections).await.map_err(|error| match error {
+        minibot_sqlite::Error::CreateDir { path, source } => StoreError::CreateDir { path, source },
+        minibot_sqlite::Error::Open { path, source } => StoreError::Open { path, source },
+    })
 }
 
 pub(crate) fn now() -> String {

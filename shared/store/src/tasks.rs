@@ -1,16 +1,20 @@
 //! Task records: the orchestrator's account of every background task, whichever queue carries it. Worker
 //! events are applied idempotently: a terminal status is final (the first terminal event wins) and events of
 //! a task that already ended change nothing.
+//!
+//! Statuses and deliveries are stored as their names ([`TaskStatus::as_str`], [`Delivery::as_str`]); a row
+//! whose name this version does not know reads as [`StoreError::BadTaskRow`]. The SQL spells the open
+//! statuses (`'pending', 'running'`) and the terminal ones itself, in the same names.
 
 use crate::{Result, StoreError, now};
+use minibot_protocol::{Delivery, TaskStatus, TaskUsage};
 use serde_json::{Value, json};
 use sqlx::Row;
-use sqlx::sqlite::SqlitePool;
+use sqlx::sqlite::{SqlitePool, SqliteRow};
 use std::path::Path;
 
 /// Events kept per task; older ones are dropped.
 pub const MAX_EVENTS_PER_TASK: i64 = 100;
-pub const TERMINAL: &[&str] = &["done", "failed", "cancelled", "timed_out"];
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewTask {
@@ -23,7 +27,7 @@ pub struct NewTask {
     pub agent_name: Option<String>,
     pub context_json: Option<String>,
     pub model_overrides: Value,
-    pub delivery: String,
+    pub delivery: Delivery,
     pub continuation_depth: u32,
     pub origin_turn_id: Option<String>,
     pub max_attempts: u32,
@@ -41,9 +45,9 @@ pub struct TaskRecord {
     pub user_id: Option<i64>,
     pub prompt: String,
     pub agent_name: Option<String>,
-    pub delivery: String,
+    pub delivery: Delivery,
     pub continuation_depth: u32,
-    pub status: String,
+    pub status: TaskStatus,
     pub attempts: u32,
     pub max_attempts: u32,
     pub timeout_seconds: u64,
@@ -53,6 +57,8 @@ pub struct TaskRecord {
     pub result_text: Option<String>,
     pub stop_reason: Option<String>,
     pub last_error: Option<String>,
+    /// What the attempt that ended the task used; `None` when no worker reported it.
+    pub usage: Option<TaskUsage>,
     pub model_overrides: Value,
     pub started_at: Option<String>,
     pub completed_at: Option<String>,
@@ -62,7 +68,27 @@ pub struct TaskRecord {
 
 impl TaskRecord {
     pub fn is_terminal(&self) -> bool {
-        TERMINAL.contains(&self.status.as_str())
+        self.status.is_terminal()
+    }
+}
+
+/// How a task ended, for [`TaskStore::finish`]. Start from [`Ending::new`] and set what is known.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ending<'a> {
+    /// One of the terminal statuses.
+    pub status: TaskStatus,
+    pub stop_reason: &'a str,
+    /// The answer, on `done`.
+    pub text: Option<&'a str>,
+    /// What went wrong, otherwise.
+    pub error: Option<&'a str>,
+    /// What the attempt used, when its worker reported it.
+    pub usage: Option<TaskUsage>,
+}
+
+impl<'a> Ending<'a> {
+    pub fn new(status: TaskStatus, stop_reason: &'a str) -> Self {
+        Self { status, stop_reason, text: None, error: None, usage: None }
     }
 }
 
@@ -81,35 +107,58 @@ pub struct TaskStore {
     pool: SqlitePool,
 }
 
-fn row_to_record(row: &sqlx::sqlite::SqliteRow) -> TaskRecord {
-    let parse = |text: String| serde_json::from_str(&text).unwrap_or(Value::Null);
-    let opt_u32 = |v: Option<i64>| v.and_then(|n| u32::try_from(n).ok());
-    TaskRecord {
-        id: row.get("id"),
-        owner_id: row.get("owner_id"),
-        channel: row.get("channel"),
-        chat_id: row.get("chat_id"),
-        user_id: row.get("user_id"),
-        prompt: row.get("prompt"),
-        agent_name: row.get("agent_name"),
-        delivery: row.get("delivery"),
-        continuation_depth: u32::try_from(row.get::<i64, _>("continuation_depth")).unwrap_or(0),
-        status: row.get("status"),
-        attempts: u32::try_from(row.get::<i64, _>("attempts")).unwrap_or(0),
-        max_attempts: u32::try_from(row.get::<i64, _>("max_attempts")).unwrap_or(0),
-        timeout_seconds: u64::try_from(row.get::<i64, _>("timeout_seconds")).unwrap_or(0),
-        max_steps: opt_u32(row.get("max_steps")),
-        max_tool_calls: opt_u32(row.get("max_tool_calls")),
-        progress: parse(row.get("progress")),
-        result_text: row.get("result_text"),
-        stop_reason: row.get("stop_reason"),
-        last_error: row.get("last_error"),
-        model_overrides: parse(row.get("model_overrides")),
-        started_at: row.get("started_at"),
-        completed_at: row.get("completed_at"),
-        created_at: row.get("created_at"),
-        updated_at: row.get("updated_at"),
-    }
+/// Reads a `tasks` row. A missing column or a status or delivery this version does not know is an error.
+fn row_to_record(row: &SqliteRow) -> Result<TaskRecord> {
+    let id: String = row.try_get("id")?;
+    let name = |column: &str| row.try_get::<String, _>(column);
+    let bad_row = |source| StoreError::BadTaskRow { task_id: id.clone(), source };
+    let status = name("status")?.parse::<TaskStatus>().map_err(bad_row)?;
+    let delivery = name("delivery")?.parse::<Delivery>().map_err(bad_row)?;
+    let json = |column: &str| -> Result<Value> {
+        Ok(serde_json::from_str(&row.try_get::<String, _>(column)?).unwrap_or(Value::Null))
+    };
+    let int = |column: &str| -> Result<Option<i64>> { Ok(row.try_get::<Option<i64>, _>(column)?) };
+    let count = |column: &str| -> Result<u32> { Ok(int(column)?.and_then(|n| u32::try_from(n).ok()).unwrap_or(0)) };
+    let opt_u32 = |column: &str| -> Result<Option<u32>> { Ok(int(column)?.and_then(|n| u32::try_from(n).ok())) };
+    let usage = match (int("steps")?, int("tool_calls")?, int("total_tokens")?) {
+        (Some(steps), Some(tool_calls), Some(total_tokens)) => Some(TaskUsage {
+            steps: u32::try_from(steps).unwrap_or(0),
+            tool_calls: u32::try_from(tool_calls).unwrap_or(0),
+            total_tokens: u64::try_from(total_tokens).unwrap_or(0),
+        }),
+        _ => None,
+    };
+    Ok(TaskRecord {
+        owner_id: row.try_get("owner_id")?,
+        channel: row.try_get("channel")?,
+        chat_id: row.try_get("chat_id")?,
+        user_id: row.try_get("user_id")?,
+        prompt: row.try_get("prompt")?,
+        agent_name: row.try_get("agent_name")?,
+        delivery,
+        continuation_depth: count("continuation_depth")?,
+        status,
+        attempts: count("attempts")?,
+        max_attempts: count("max_attempts")?,
+        timeout_seconds: int("timeout_seconds")?.and_then(|n| u64::try_from(n).ok()).unwrap_or(0),
+        max_steps: opt_u32("max_steps")?,
+        max_tool_calls: opt_u32("max_tool_calls")?,
+        progress: json("progress")?,
+        result_text: row.try_get("result_text")?,
+        stop_reason: row.try_get("stop_reason")?,
+        last_error: row.try_get("last_error")?,
+        usage,
+        model_overrides: json("model_overrides")?,
+        started_at: row.try_get("started_at")?,
+        completed_at: row.try_get("completed_at")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+        id,
+    })
+}
+
+fn rows_to_records(rows: &[SqliteRow]) -> Result<Vec<TaskRecord>> {
+    rows.iter().map(row_to_record).collect()
 }
 
 /// How a prefix lookup came out.
@@ -130,6 +179,11 @@ impl TaskStore {
         Ok(Self { pool })
     }
 
+    /// Closes the pool; call it before the tokio runtime stops (see [`crate::Store::close`]).
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
     pub async fn create(&self, task: &NewTask) -> Result<()> {
         let now = now();
         sqlx::query(
@@ -147,7 +201,7 @@ impl TaskStore {
         .bind(&task.agent_name)
         .bind(&task.context_json)
         .bind(task.model_overrides.to_string())
-        .bind(&task.delivery)
+        .bind(task.delivery.as_str())
         .bind(i64::from(task.continuation_depth))
         .bind(&task.origin_turn_id)
         .bind(i64::from(task.max_attempts))
@@ -162,7 +216,7 @@ impl TaskStore {
 
     pub async fn get(&self, id: &str) -> Result<Option<TaskRecord>> {
         let row = sqlx::query("SELECT * FROM tasks WHERE id = ?1").bind(id).fetch_optional(&self.pool).await?;
-        Ok(row.as_ref().map(row_to_record))
+        row.as_ref().map(row_to_record).transpose()
     }
 
     /// By full id or a unique prefix of at least 8 characters, within the owner's tasks.
@@ -179,31 +233,32 @@ impl TaskStore {
             .bind(key)
             .fetch_all(&self.pool)
             .await?;
-        Ok(match rows.len() {
-            0 => Lookup::NotFound,
-            1 => Lookup::Found(Box::new(row_to_record(&rows[0]))),
-            _ => Lookup::Ambiguous(rows.iter().map(|r| r.get("id")).collect()),
+        Ok(match rows.as_slice() {
+            [] => Lookup::NotFound,
+            [row] => Lookup::Found(Box::new(row_to_record(row)?)),
+            _ => Lookup::Ambiguous(rows.iter().map(|r| r.try_get("id")).collect::<sqlx::Result<_>>()?),
         })
     }
 
-    pub async fn list(&self, owner_id: &str, status: Option<&str>, limit: u32) -> Result<Vec<TaskRecord>> {
+    /// The owner's tasks, most recently updated first, optionally only those in `status`.
+    pub async fn list(&self, owner_id: &str, status: Option<TaskStatus>, limit: u32) -> Result<Vec<TaskRecord>> {
         let rows = sqlx::query(
             "SELECT * FROM tasks WHERE owner_id = ?1 AND (?2 IS NULL OR status = ?2)
              ORDER BY updated_at DESC, rowid DESC LIMIT ?3",
         )
         .bind(owner_id)
-        .bind(status)
+        .bind(status.map(TaskStatus::as_str))
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows.iter().map(row_to_record).collect())
+        rows_to_records(&rows)
     }
 
     /// Tasks not in a terminal status (to resume routing after a restart).
     pub async fn active(&self) -> Result<Vec<TaskRecord>> {
         let rows =
             sqlx::query("SELECT * FROM tasks WHERE status IN ('pending', 'running')").fetch_all(&self.pool).await?;
-        Ok(rows.iter().map(row_to_record).collect())
+        rows_to_records(&rows)
     }
 
     pub async fn events(&self, task_id: &str) -> Result<Vec<(String, Value, String)>> {
@@ -212,13 +267,12 @@ impl TaskStore {
                 .bind(task_id)
                 .fetch_all(&self.pool)
                 .await?;
-        Ok(rows
-            .iter()
+        rows.iter()
             .map(|r| {
-                let payload = serde_json::from_str(r.get::<&str, _>("payload")).unwrap_or(Value::Null);
-                (r.get("event_type"), payload, r.get("created_at"))
+                let payload = serde_json::from_str(r.try_get::<&str, _>("payload")?).unwrap_or(Value::Null);
+                Ok((r.try_get("event_type")?, payload, r.try_get("created_at")?))
             })
-            .collect())
+            .collect()
     }
 
     pub async fn add_event(&self, task_id: &str, event_type: &str, payload: &Value) -> Result<()> {
@@ -257,7 +311,7 @@ impl TaskStore {
         .await?;
         let Some(row) = row else { return Ok(Applied::Ignored) };
         self.add_event(task_id, "running", &json!({ "attempt": attempt, "worker_id": worker_id })).await?;
-        Ok(Applied::Updated(row_to_record(&row)))
+        Ok(Applied::Updated(row_to_record(&row)?))
     }
 
     pub async fn progress(&self, task_id: &str, attempt: u32, progress: &Value) -> Result<Applied> {
@@ -273,37 +327,36 @@ impl TaskStore {
         .await?;
         let Some(row) = row else { return Ok(Applied::Ignored) };
         self.add_event(task_id, "progress", progress).await?;
-        Ok(Applied::Updated(row_to_record(&row)))
+        Ok(Applied::Updated(row_to_record(&row)?))
     }
 
-    /// Ends the task unless it already ended. `status` is one of [`TERMINAL`].
-    pub async fn finish(
-        &self,
-        task_id: &str,
-        attempt: u32,
-        status: &str,
-        stop_reason: &str,
-        text: Option<&str>,
-        error: Option<&str>,
-    ) -> Result<Applied> {
+    /// Ends the task unless it already ended. `ending.status` must be terminal.
+    pub async fn finish(&self, task_id: &str, attempt: u32, ending: &Ending<'_>) -> Result<Applied> {
+        debug_assert!(ending.status.is_terminal(), "a task ends in a terminal status, not {}", ending.status);
         let now = now();
+        let usage = ending.usage;
         let row = sqlx::query(
             "UPDATE tasks SET status = ?2, stop_reason = ?3, result_text = ?4, last_error = ?5,
-                 attempts = MAX(attempts, ?6), completed_at = ?7, updated_at = ?7
+                 attempts = MAX(attempts, ?6), completed_at = ?7, updated_at = ?7,
+                 steps = ?8, tool_calls = ?9, total_tokens = ?10
              WHERE id = ?1 AND status IN ('pending', 'running') RETURNING *",
         )
         .bind(task_id)
-        .bind(status)
-        .bind(stop_reason)
-        .bind(text)
-        .bind(error)
+        .bind(ending.status.as_str())
+        .bind(ending.stop_reason)
+        .bind(ending.text)
+        .bind(ending.error)
         .bind(i64::from(attempt))
         .bind(&now)
+        .bind(usage.map(|u| i64::from(u.steps)))
+        .bind(usage.map(|u| i64::from(u.tool_calls)))
+        .bind(usage.map(|u| i64::try_from(u.total_tokens).unwrap_or(i64::MAX)))
         .fetch_optional(&self.pool)
         .await?;
         let Some(row) = row else { return Ok(Applied::Ignored) };
-        self.add_event(task_id, status, &json!({ "stop_reason": stop_reason, "attempt": attempt })).await?;
-        Ok(Applied::Finished(row_to_record(&row)))
+        let payload = json!({ "stop_reason": ending.stop_reason, "attempt": attempt });
+        self.add_event(task_id, ending.status.as_str(), &payload).await?;
+        Ok(Applied::Finished(row_to_record(&row)?))
     }
 
     /// Removes ended tasks older than `older_than_seconds` and their events.

@@ -48,3 +48,138 @@ async fn trim_keeps_latest() {
     let history = store.history("s").await.unwrap();
     assert_eq!(history.iter().map(|m| m.content.clone()).collect::<Vec<_>>(), ["m3", "m4"]);
 }
+
+mod tasks {
+    //! Task records against a real SQLite file.
+
+    use minibot_store::{
+        Applied, Delivery, Ending, Lookup, NewTask, StoreError, TaskRecord, TaskStatus, TaskStore, TaskUsage,
+    };
+    use serde_json::json;
+
+    async fn open(dir: &tempfile::TempDir) -> TaskStore {
+        TaskStore::open(&dir.path().join("data/tasks.db")).await.expect("open")
+    }
+
+    fn new_task(id: &str, delivery: Delivery) -> NewTask {
+        NewTask {
+            id: id.into(),
+            owner_id: "primary".into(),
+            channel: "console".into(),
+            chat_id: Some(1),
+            user_id: None,
+            prompt: "find it".into(),
+            agent_name: None,
+            context_json: None,
+            model_overrides: json!({}),
+            delivery,
+            continuation_depth: 0,
+            origin_turn_id: None,
+            max_attempts: 3,
+            timeout_seconds: 60,
+            max_steps: None,
+            max_tool_calls: Some(5),
+        }
+    }
+
+    fn finished(applied: Applied) -> TaskRecord {
+        match applied {
+            Applied::Finished(record) => record,
+            other => panic!("expected the task to end, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn usage_round_trips_and_the_first_ending_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir).await;
+        store.create(&new_task("aaaaaaaa-1", Delivery::Delegate)).await.unwrap();
+        let created = store.get("aaaaaaaa-1").await.unwrap().unwrap();
+        assert_eq!((created.status, created.delivery, created.usage), (TaskStatus::Pending, Delivery::Delegate, None));
+        assert!(matches!(store.started("aaaaaaaa-1", 1, "w1").await.unwrap(), Applied::Updated(_)));
+
+        let usage = TaskUsage { steps: 4, tool_calls: 7, total_tokens: 12_345_678_901 };
+        let ending = Ending { text: Some("42"), usage: Some(usage), ..Ending::new(TaskStatus::Done, "completed") };
+        let record = finished(store.finish("aaaaaaaa-1", 1, &ending).await.unwrap());
+        assert_eq!((record.status, record.usage), (TaskStatus::Done, Some(usage)));
+        assert!(record.is_terminal());
+
+        // Read back from a fresh connection, as after a restart.
+        drop(store);
+        let store = open(&dir).await;
+        let record = store.get("aaaaaaaa-1").await.unwrap().unwrap();
+        assert_eq!(record.usage, Some(usage));
+        assert_eq!(record.result_text.as_deref(), Some("42"));
+        assert_eq!(record.delivery, Delivery::Delegate);
+
+        let late = Ending::new(TaskStatus::Cancelled, "cancelled");
+        assert_eq!(store.finish("aaaaaaaa-1", 1, &late).await.unwrap(), Applied::Ignored);
+        let events: Vec<String> = store.events("aaaaaaaa-1").await.unwrap().into_iter().map(|e| e.0).collect();
+        assert_eq!(events, ["queued", "running", "done"]);
+    }
+
+    #[tokio::test]
+    async fn an_ending_without_a_worker_report_has_no_usage_and_lists_by_status() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir).await;
+        store.create(&new_task("bbbbbbbb-1", Delivery::Spawn)).await.unwrap();
+        store.create(&new_task("bbbbbbbb-2", Delivery::Spawn)).await.unwrap();
+        let record =
+            finished(store.finish("bbbbbbbb-1", 0, &Ending::new(TaskStatus::Cancelled, "cancelled")).await.unwrap());
+        assert_eq!((record.status, record.usage), (TaskStatus::Cancelled, None));
+
+        let ids = |records: Vec<TaskRecord>| records.into_iter().map(|r| r.id).collect::<Vec<_>>();
+        assert_eq!(ids(store.list("primary", Some(TaskStatus::Cancelled), 10).await.unwrap()), ["bbbbbbbb-1"]);
+        assert_eq!(ids(store.list("primary", Some(TaskStatus::Pending), 10).await.unwrap()), ["bbbbbbbb-2"]);
+        assert_eq!(store.list("primary", None, 10).await.unwrap().len(), 2);
+        assert_eq!(ids(store.active().await.unwrap()), ["bbbbbbbb-2"]);
+    }
+
+    #[tokio::test]
+    async fn a_database_from_before_the_usage_columns_opens_and_its_rows_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data/tasks.db");
+        let store = TaskStore::open(&path).await.unwrap();
+        store.create(&new_task("eeeeeeee-1", Delivery::Delegate)).await.unwrap();
+        store.finish("eeeeeeee-1", 1, &Ending::new(TaskStatus::TimedOut, "timeout")).await.unwrap();
+        drop(store);
+        // Back to the first schema: the strings the first version wrote, without the usage columns.
+        let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display())).await.unwrap();
+        for sql in [
+            "ALTER TABLE tasks DROP COLUMN steps",
+            "ALTER TABLE tasks DROP COLUMN tool_calls",
+            "ALTER TABLE tasks DROP COLUMN total_tokens",
+            "DELETE FROM _sqlx_migrations WHERE version = 2",
+        ] {
+            sqlx::query(sql).execute(&pool).await.unwrap();
+        }
+        pool.close().await;
+
+        let store = TaskStore::open(&path).await.unwrap();
+        let record = store.get("eeeeeeee-1").await.unwrap().unwrap();
+        assert_eq!((record.status, record.delivery, record.usage), (TaskStatus::TimedOut, Delivery::Delegate, None));
+    }
+
+    #[tokio::test]
+    async fn a_row_with_an_unknown_status_is_an_error_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data/tasks.db");
+        let store = TaskStore::open(&path).await.unwrap();
+        store.create(&new_task("cccccccc-1", Delivery::Spawn)).await.unwrap();
+        let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display())).await.unwrap();
+        sqlx::query("UPDATE tasks SET status = 'leased' WHERE id = 'cccccccc-1'").execute(&pool).await.unwrap();
+        pool.close().await;
+
+        let error = store.get("cccccccc-1").await.unwrap_err();
+        assert!(matches!(&error, StoreError::BadTaskRow { task_id, .. } if task_id == "cccccccc-1"), "{error}");
+        assert_eq!(
+            error.to_string(),
+            "task cccccccc-1 has a row this version cannot read: unknown task status `leased`"
+        );
+        assert!(matches!(store.list("primary", None, 10).await, Err(StoreError::BadTaskRow { .. })));
+        assert!(matches!(store.find("primary", "cccccccc").await, Err(StoreError::BadTaskRow { .. })));
+        // Other tasks still read.
+        store.create(&new_task("dddddddd-1", Delivery::Spawn)).await.unwrap();
+        assert!(matches!(store.find("primary", "dddddddd-1").await.unwrap(), Lookup::Found(_)));
+    }
+}

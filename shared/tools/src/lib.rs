@@ -2,6 +2,24 @@
 //! `search/`, `exec/`, `edit/`, `http/`). Each family has a `register` function that adds the tools its config
 //! section enables; [`main_agent_tools`] and [`worker_generic_tools`] assemble the two standard sets from them.
 
+/// Declares a tool that holds one shared dependency, with its `new` constructor:
+/// `tool_struct!(ReadFile { root: Arc<ManagedRoot> });` gives `pub struct ReadFile { root: .. }` and
+/// `ReadFile::new(root)`. Tools with more state write theirs out.
+macro_rules! tool_struct {
+    ($(#[$meta:meta])* $name:ident { $field:ident: $ty:ty }) => {
+        $(#[$meta])*
+        pub struct $name {
+            $field: $ty,
+        }
+
+        impl $name {
+            pub fn new($field: $ty) -> Self {
+                Self { $field }
+            }
+        }
+    };
+}
+
 pub mod chat;
 pub mod edit;
 pub mod exec;
@@ -24,7 +42,7 @@ pub fn main_agent_tools(services: &ToolServices) -> ToolRegistry {
     runtime::register(&mut registry, services);
     chat::register(&mut registry, services);
     utility::register(&mut registry, services);
-    files::register(&mut registry, services);
+    files::register(&mut registry, services, true);
     search::register(&mut registry, services);
     exec::register(&mut registry, services, true);
     edit::register(&mut registry, services);
@@ -46,18 +64,7 @@ pub fn worker_generic_tools(services: &ToolServices) -> ToolRegistry {
     if tools.http_client.enabled {
         http::register(&mut registry, services);
     }
-    if let Some(root) = &services.files {
-        use std::sync::Arc;
-        let max_write = tools.file_storage.max_write_bytes.bytes();
-        registry.register(dyn_tool(files::ListFiles::new(Arc::clone(root))));
-        registry.register(dyn_tool(files::GlobFiles::new(Arc::clone(root))));
-        registry.register(dyn_tool(files::FileInfo::new(Arc::clone(root))));
-        registry.register(dyn_tool(files::WriteFile::new(Arc::clone(root), max_write)));
-        registry.register(dyn_tool(files::ReadFile::new(Arc::clone(root))));
-        registry.register(dyn_tool(files::MoveFile::new(Arc::clone(root))));
-        registry.register(dyn_tool(files::DeleteFile::new(Arc::clone(root))));
-        registry.register(dyn_tool(files::CodeRead::new(Arc::clone(root))));
-    }
+    files::register(&mut registry, services, false);
     search::register(&mut registry, services);
     exec::register(&mut registry, services, false);
     edit::register(&mut registry, services);

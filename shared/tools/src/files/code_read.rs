@@ -9,15 +9,7 @@ const MAX_LIMIT: u64 = 400;
 /// Larger files are refused: a line window of a file this big is better found with `grep`.
 const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 
-pub struct CodeRead {
-    root: Arc<ManagedRoot>,
-}
-
-impl CodeRead {
-    pub fn new(root: Arc<ManagedRoot>) -> Self {
-        Self { root }
-    }
-}
+tool_struct!(CodeRead { root: Arc<ManagedRoot> });
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

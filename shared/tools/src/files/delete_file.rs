@@ -5,15 +5,7 @@ use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
 
-pub struct DeleteFile {
-    root: Arc<ManagedRoot>,
-}
-
-impl DeleteFile {
-    pub fn new(root: Arc<ManagedRoot>) -> Self {
-        Self { root }
-    }
-}
+tool_struct!(DeleteFile { root: Arc<ManagedRoot> });
 
 #[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]

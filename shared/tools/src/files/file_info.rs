@@ -1,27 +1,12 @@
-use super::{ManagedRoot, io_error, mime_for, not_found, result, timestamp};
+use super::{ManagedRoot, PathArgs, io_error, mime_for, not_found, result, timestamp};
 use minibot_agent::{Tool, ToolContext, ToolResult};
-use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-pub struct FileInfo {
-    root: Arc<ManagedRoot>,
-}
-
-impl FileInfo {
-    pub fn new(root: Arc<ManagedRoot>) -> Self {
-        Self { root }
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Args {
-    path: String,
-}
+tool_struct!(FileInfo { root: Arc<ManagedRoot> });
 
 impl Tool for FileInfo {
-    type Args = Args;
+    type Args = PathArgs;
 
     fn name(&self) -> &str {
         "file_info"
@@ -32,15 +17,10 @@ impl Tool for FileInfo {
     }
 
     fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": { "path": { "type": "string", "description": "Path relative to the managed root." } },
-            "required": ["path"],
-            "additionalProperties": false
-        })
+        PathArgs::schema()
     }
 
-    async fn call(&self, args: Args, _ctx: &ToolContext) -> ToolResult {
+    async fn call(&self, args: PathArgs, _ctx: &ToolContext) -> ToolResult {
         let path = self.root.resolve_required(&args.path)?;
         if !path.absolute.exists() {
             return Err(not_found(&path));

@@ -8,15 +8,7 @@ use std::sync::Arc;
 const DEFAULT_LIMIT: u64 = 200;
 const MAX_LIMIT: u64 = 1000;
 
-pub struct GlobFiles {
-    root: Arc<ManagedRoot>,
-}
-
-impl GlobFiles {
-    pub fn new(root: Arc<ManagedRoot>) -> Self {
-        Self { root }
-    }
-}
+tool_struct!(GlobFiles { root: Arc<ManagedRoot> });
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

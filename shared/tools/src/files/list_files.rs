@@ -7,15 +7,7 @@ use std::sync::Arc;
 /// Entries beyond this are left out, so a huge folder cannot flood the context.
 const MAX_ENTRIES: usize = 1000;
 
-pub struct ListFiles {
-    root: Arc<ManagedRoot>,
-}
-
-impl ListFiles {
-    pub fn new(root: Arc<ManagedRoot>) -> Self {
-        Self { root }
-    }
-}
+tool_struct!(ListFiles { root: Arc<ManagedRoot> });
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -27,12 +27,15 @@ pub use write_file::WriteFile;
 
 use crate::ToolServices;
 use minibot_agent::{ToolError, ToolRegistry, dyn_tool};
-use serde_json::{Map, Value};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-/// Adds the managed-file tools when `[tools.file_storage]` is on.
-pub fn register(registry: &mut ToolRegistry, services: &ToolServices) {
+/// Adds the managed-file tools when `[tools.file_storage]` is on. `directives` adds the two tools whose
+/// results are directives only the main agent's conversation carries out (`send_file`,
+/// `self_insert_artifact`); workers go without them.
+pub fn register(registry: &mut ToolRegistry, services: &ToolServices, directives: bool) {
     let Some(root) = services.files.clone() else {
         return;
     };
@@ -44,9 +47,32 @@ pub fn register(registry: &mut ToolRegistry, services: &ToolServices) {
     registry.register(dyn_tool(ReadFile::new(Arc::clone(&root))));
     registry.register(dyn_tool(MoveFile::new(Arc::clone(&root))));
     registry.register(dyn_tool(DeleteFile::new(Arc::clone(&root))));
-    registry.register(dyn_tool(SendFile::new(Arc::clone(&root))));
+    if directives {
+        registry.register(dyn_tool(SendFile::new(Arc::clone(&root))));
+    }
     registry.register(dyn_tool(CodeRead::new(Arc::clone(&root))));
-    registry.register(dyn_tool(SelfInsertArtifact::new(root)));
+    if directives {
+        registry.register(dyn_tool(SelfInsertArtifact::new(root)));
+    }
+}
+
+/// The arguments of a tool that takes one managed path and nothing else (`file_info`, `read_file`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathArgs {
+    path: String,
+}
+
+impl PathArgs {
+    /// The JSON schema of [`PathArgs`].
+    fn schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": { "path": { "type": "string", "description": "Path relative to the managed root." } },
+            "required": ["path"],
+            "additionalProperties": false
+        })
+    }
 }
 
 /// Resolves a path that must name an existing regular file: `file_not_found` when nothing is there,

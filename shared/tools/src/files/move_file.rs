@@ -4,15 +4,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
-pub struct MoveFile {
-    root: Arc<ManagedRoot>,
-}
-
-impl MoveFile {
-    pub fn new(root: Arc<ManagedRoot>) -> Self {
-        Self { root }
-    }
-}
+tool_struct!(MoveFile { root: Arc<ManagedRoot> });
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -1,6 +1,5 @@
-use super::{ManagedRoot, existing_file, io_error, result};
+use super::{ManagedRoot, PathArgs, existing_file, io_error, result};
 use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
-use serde::Deserialize;
 use serde_json::{Value, json};
 use std::io::Read;
 use std::sync::Arc;
@@ -8,24 +7,10 @@ use std::sync::Arc;
 /// MiniBot returns at most this many bytes; `code_read` pages through longer files.
 const MAX_READ_BYTES: u64 = 131_072;
 
-pub struct ReadFile {
-    root: Arc<ManagedRoot>,
-}
-
-impl ReadFile {
-    pub fn new(root: Arc<ManagedRoot>) -> Self {
-        Self { root }
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Args {
-    path: String,
-}
+tool_struct!(ReadFile { root: Arc<ManagedRoot> });
 
 impl Tool for ReadFile {
-    type Args = Args;
+    type Args = PathArgs;
 
     fn name(&self) -> &str {
         "read_file"
@@ -39,15 +24,10 @@ impl Tool for ReadFile {
     }
 
     fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": { "path": { "type": "string", "description": "Path relative to the managed root." } },
-            "required": ["path"],
-            "additionalProperties": false
-        })
+        PathArgs::schema()
     }
 
-    async fn call(&self, args: Args, _ctx: &ToolContext) -> ToolResult {
+    async fn call(&self, args: PathArgs, _ctx: &ToolContext) -> ToolResult {
         let path = existing_file(&self.root, &args.path)?;
         let file = std::fs::File::open(&path.absolute).map_err(|e| io_error("read", &path, &e))?;
         let size = file.metadata().map(|m| m.len()).unwrap_or(0);

@@ -10,15 +10,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-pub struct SelfInsertArtifact {
-    root: Arc<ManagedRoot>,
-}
-
-impl SelfInsertArtifact {
-    pub fn new(root: Arc<ManagedRoot>) -> Self {
-        Self { root }
-    }
-}
+tool_struct!(SelfInsertArtifact { root: Arc<ManagedRoot> });
 
 #[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]

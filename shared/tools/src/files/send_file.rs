@@ -1,7 +1,9 @@
 //! `send_file` cannot reach a channel from inside the tool crate, so it returns a directive instead of
 //! sending: `{"directive": {"type": "send_file", "path": <absolute>, "caption": <text|null>}}`. The
 //! conversation layer that owns the channel performs the delivery when it sees the directive in a result;
-//! a caller that ignores directives (a codemode script, a worker) simply sends nothing.
+//! a caller that ignores directives (a codemode script, a worker) simply sends nothing. A channel that cannot
+//! deliver files at all (its [`minibot_agent::ChannelCapabilities`] say so) gets an error instead of a
+//! directive, so the model is never told a file was sent when it was not.
 
 use super::{ManagedRoot, existing_file, mime_for, result};
 use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
@@ -12,15 +14,7 @@ use std::sync::Arc;
 /// Telegram's caption limit; longer captions are refused rather than cut silently.
 const MAX_CAPTION_CHARS: usize = 1024;
 
-pub struct SendFile {
-    root: Arc<ManagedRoot>,
-}
-
-impl SendFile {
-    pub fn new(root: Arc<ManagedRoot>) -> Self {
-        Self { root }
-    }
-}
+tool_struct!(SendFile { root: Arc<ManagedRoot> });
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -54,6 +48,16 @@ impl Tool for SendFile {
     }
 
     async fn call(&self, args: Args, ctx: &ToolContext) -> ToolResult {
+        // Asked first, so the model never hears "sent" for a file that no one will deliver.
+        if !ctx.capabilities.files {
+            return Err(ToolError::respond(
+                "channel_cannot_deliver_files",
+                format!(
+                    "this conversation's channel ({}) cannot deliver files; tell the user the file's path instead",
+                    if ctx.channel.is_empty() { "none" } else { ctx.channel.as_str() }
+                ),
+            ));
+        }
         let path = existing_file(&self.root, &args.path)?;
         if args.caption.as_ref().is_some_and(|c| c.chars().count() > MAX_CAPTION_CHARS) {
             return Err(ToolError::invalid_arguments(format!("caption is longer than {MAX_CAPTION_CHARS} characters")));

@@ -4,15 +4,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-pub struct CancelTask {
-    service: Arc<dyn TaskService>,
-}
-
-impl CancelTask {
-    pub fn new(service: Arc<dyn TaskService>) -> Self {
-        Self { service }
-    }
-}
+tool_struct!(CancelTask { service: Arc<dyn TaskService> });
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

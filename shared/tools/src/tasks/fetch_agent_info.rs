@@ -4,15 +4,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-pub struct FetchAgentInfo {
-    service: Arc<dyn TaskService>,
-}
-
-impl FetchAgentInfo {
-    pub fn new(service: Arc<dyn TaskService>) -> Self {
-        Self { service }
-    }
-}
+tool_struct!(FetchAgentInfo { service: Arc<dyn TaskService> });
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

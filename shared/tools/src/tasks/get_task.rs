@@ -4,15 +4,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-pub struct GetTask {
-    service: Arc<dyn TaskService>,
-}
-
-impl GetTask {
-    pub fn new(service: Arc<dyn TaskService>) -> Self {
-        Self { service }
-    }
-}
+tool_struct!(GetTask { service: Arc<dyn TaskService> });
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

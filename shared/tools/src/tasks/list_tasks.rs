@@ -1,20 +1,10 @@
-use super::TaskService;
+use super::{TaskService, TaskStatus};
 use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-const STATUSES: &[&str] = &["pending", "running", "done", "failed", "cancelled", "timed_out"];
-
-pub struct ListTasks {
-    service: Arc<dyn TaskService>,
-}
-
-impl ListTasks {
-    pub fn new(service: Arc<dyn TaskService>) -> Self {
-        Self { service }
-    }
-}
+tool_struct!(ListTasks { service: Arc<dyn TaskService> });
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -37,10 +27,11 @@ impl Tool for ListTasks {
     }
 
     fn parameters(&self) -> Value {
+        let statuses = std::iter::once(Value::Null).chain(TaskStatus::ALL.iter().map(|s| json!(s.as_str())));
         json!({
             "type": "object",
             "properties": {
-                "status": { "type": ["string", "null"], "enum": [null, "pending", "running", "done", "failed", "cancelled", "timed_out"] },
+                "status": { "type": ["string", "null"], "enum": statuses.collect::<Vec<_>>() },
                 "limit": { "type": ["integer", "null"], "minimum": 1, "maximum": 100 }
             },
             "required": [],
@@ -49,13 +40,14 @@ impl Tool for ListTasks {
     }
 
     async fn call(&self, args: Args, ctx: &ToolContext) -> ToolResult {
-        let status = args.status.filter(|s| !s.is_empty());
-        if let Some(status) = &status
-            && !STATUSES.contains(&status.as_str())
-        {
-            return Err(ToolError::invalid_arguments(format!("status must be one of {}", STATUSES.join(", "))));
-        }
+        let status = match args.status.as_deref().filter(|s| !s.is_empty()) {
+            None => None,
+            Some(name) => Some(name.parse::<TaskStatus>().map_err(|_| {
+                let names: Vec<&str> = TaskStatus::ALL.iter().map(|s| s.as_str()).collect();
+                ToolError::invalid_arguments(format!("status must be one of {}", names.join(", ")))
+            })?),
+        };
         let limit = args.limit.unwrap_or(20).clamp(1, 100) as u32;
-        self.service.list(status.as_deref(), limit, ctx).await
+        self.service.list(status, limit, ctx).await
     }
 }

@@ -6,15 +6,7 @@ use std::sync::Arc;
 
 pub const MAX_MESSAGE_CHARS: usize = 8_000;
 
-pub struct MessageTask {
-    service: Arc<dyn TaskService>,
-}
-
-impl MessageTask {
-    pub fn new(service: Arc<dyn TaskService>) -> Self {
-        Self { service }
-    }
-}
+tool_struct!(MessageTask { service: Arc<dyn TaskService> });
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

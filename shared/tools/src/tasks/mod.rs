@@ -16,29 +16,14 @@ pub use list_tasks::ListTasks;
 pub use message_task::MessageTask;
 pub use submit::{Submit, SubmitArgs};
 
+/// Where a task's result goes, and where a task stands: shared with the task records.
+pub use minibot_protocol::{Delivery, TaskStatus};
+
 use futures_util::future::BoxFuture;
 use minibot_agent::{ToolContext, ToolError, ToolRegistry, dyn_tool};
 use minibot_config::DelegationMode;
 use serde_json::Value;
 use std::sync::Arc;
-
-/// Where a task's result goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Delivery {
-    /// Straight to the chat (`spawn_task`).
-    Spawn,
-    /// Back to the main agent as a new turn (`delegate`).
-    Delegate,
-}
-
-impl Delivery {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Spawn => "spawn",
-            Self::Delegate => "delegate",
-        }
-    }
-}
 
 /// A validated request to queue a task.
 #[derive(Debug, Clone)]
@@ -82,7 +67,7 @@ pub trait TaskService: Send + Sync {
     ) -> BoxFuture<'a, Result<Value, ToolError>>;
     fn list<'a>(
         &'a self,
-        status: Option<&'a str>,
+        status: Option<TaskStatus>,
         limit: u32,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<Value, ToolError>>;

@@ -135,6 +135,19 @@ async fn move_and_delete() {
 }
 
 #[tokio::test]
+async fn send_file_on_a_channel_without_files_is_refused_not_reported_sent() {
+    let env = Env::new("");
+    env.write("report.pdf", "%PDF-1.4");
+    let console = minibot_agent::ToolContext { channel: "console".into(), chat_id: Some(1), ..Default::default() };
+    let result = env.call_in("send_file", json!({ "path": "report.pdf" }), &console).await;
+    let Err(minibot_agent::ToolError::RespondToModel { code, message }) = result else {
+        panic!("send_file on the console must fail, got {result:?}");
+    };
+    assert_eq!(code, "channel_cannot_deliver_files");
+    assert!(message.contains("console"), "{message}");
+}
+
+#[tokio::test]
 async fn send_file_and_self_insert_return_directives() {
     let env = Env::new("");
     env.write("report.pdf", "%PDF-1.4");

@@ -6,8 +6,9 @@ mod http;
 mod patch_tool;
 mod paths;
 mod spill;
+mod tasks;
 
-use minibot_agent::{ToolContext, ToolError, ToolRegistry};
+use minibot_agent::{ChannelCapabilities, ToolContext, ToolError, ToolRegistry};
 use minibot_config::Config;
 use minibot_tools::{ToolServices, main_agent_tools};
 use serde_json::Value;
@@ -57,9 +58,16 @@ impl Env {
         self.dir.path().join("outside")
     }
 
+    /// Calls a tool as a turn on a channel that can deliver files would.
     pub async fn call(&self, name: &str, args: Value) -> Result<Value, ToolError> {
+        let capabilities = ChannelCapabilities { files: true, ..Default::default() };
+        let ctx = ToolContext { channel: "test".into(), chat_id: Some(1), capabilities, ..Default::default() };
+        self.call_in(name, args, &ctx).await
+    }
+
+    pub async fn call_in(&self, name: &str, args: Value, ctx: &ToolContext) -> Result<Value, ToolError> {
         let tool = self.tools.get(name).unwrap_or_else(|| panic!("tool {name} not registered: {:?}", self.tools));
-        tool.call_json(args, &ToolContext::default()).await
+        tool.call_json(args, ctx).await
     }
 
     pub async fn ok(&self, name: &str, args: Value) -> Value {

@@ -1,4 +1,4 @@
-//! The messages that travel between channel actors, the router and conversations.
+//! A chat's traffic: user messages in, answers and progress out, `/stop`.
 
 use actix::Message;
 use minibot_agent::ReplyKind;

@@ -1,0 +1,75 @@
+//! Start-up wiring, the one place that knows every actor: it builds the shared [`Runtime`], starts the router,
+//! the MCP connection actors, the task coordinator and the local workers, then runs the channel the command
+//! line asked for. Only `main` calls it.
+
+use crate::channels::console;
+use crate::cli::{Command, ConsoleArgs};
+use crate::mcp_supervisor;
+use crate::messages::Intake;
+use crate::router::{self, Router};
+use crate::runtime::Runtime;
+use crate::tasks::coordinator::TaskCoordinator;
+use crate::tasks::local_workers::{LocalWorkers, WorkerCommand, WorkerStart};
+use actix::prelude::*;
+use minibot_config::{Config, TaskBackend};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The running actor system, as channels see it.
+pub struct Booted {
+    pub runtime: Arc<Runtime>,
+    pub router: Addr<Router>,
+    pub intake: Intake,
+}
+
+/// Builds the runtime and starts every actor but the channels. `workers` says when local worker processes
+/// start (SQLite backend); `worker` is how to start one.
+pub async fn start(config: Config, worker: Option<WorkerCommand>, workers: WorkerStart) -> anyhow::Result<Booted> {
+    let runtime = Runtime::build(config).await?;
+    let router = Router::new(runtime.clone()).start();
+    if let Some(hub) = &runtime.mcp {
+        mcp_supervisor::supervise(hub);
+    }
+    if let Some(hub) = &runtime.tasks {
+        TaskCoordinator::new(hub.clone(), router::task_routes(&router)).start();
+        let count = runtime.config.tasks.local_workers;
+        if let (Some(command), TaskBackend::Sqlite, true) = (worker, runtime.config.tasks.backend, count > 0) {
+            LocalWorkers::new(hub.clone(), command, count, workers).start();
+        }
+    }
+    let intake = router::intake(&router);
+    Ok(Booted { runtime, router, intake })
+}
+
+/// Runs what the command line asked for; returns the process exit code.
+pub async fn run(config: Config, command: Option<Command>) -> anyhow::Result<i32> {
+    let Some(Command::Console(args)) = command else {
+        anyhow::bail!("no channel is enabled in this version: run `minibot console` to chat in the terminal");
+    };
+    let task_timeout = Duration::from_secs(config.tasks.worker_timeout_seconds + 60);
+    // A one-shot run forks worker processes only when it submits a task; a REPL keeps them ready.
+    let workers = if args.once.is_some() { WorkerStart::OnDemand } else { WorkerStart::AtOnce };
+    let worker = worker_command(&config);
+    let booted = start(config, worker, workers).await?;
+    let code = run_console(&booted, &args, task_timeout).await;
+    booted.runtime.close().await;
+    code
+}
+
+async fn run_console(booted: &Booted, args: &ConsoleArgs, task_timeout: Duration) -> anyhow::Result<i32> {
+    match &args.once {
+        Some(text) => console::run_once(booted.intake.clone(), args, text, task_timeout).await,
+        None => console::run_repl(booted.intake.clone(), args).await,
+    }
+}
+
+/// Local workers are this same binary in worker mode, on the same config.
+fn worker_command(config: &Config) -> Option<WorkerCommand> {
+    let program = std::env::current_exe().ok()?;
+    let mut args = vec!["worker".to_string()];
+    if let Some(path) = &config.source {
+        args.push("--config".into());
+        args.push(path.display().to_string());
+    }
+    Some(WorkerCommand { program, args })
+}

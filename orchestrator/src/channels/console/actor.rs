@@ -1,0 +1,162 @@
+//! The console channel actor: prints the answers and progress the conversation sends, and in a `--once` run
+//! tells the waiting side when everything is answered.
+
+use crate::messages::{ChannelCapabilities, ChannelHandle, Intake, Outbound, OutboundRole, Progress, RegisterChannel};
+use actix::prelude::*;
+use minibot_agent::AgentEvent;
+use std::collections::HashSet;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+pub const CHANNEL: &str = "console";
+
+/// A terminal shows plain text of any length; it cannot send files, edit what it printed, or (yet) ask for
+/// approval.
+pub const CAPABILITIES: ChannelCapabilities = ChannelCapabilities {
+    approvals: false,
+    files: false,
+    edit_messages: false,
+    max_message_chars: None,
+    format: minibot_agent::TextFormat::Plain,
+};
+
+/// Event ids sent and not answered yet. Shared by the input side and the actor.
+pub type Awaiting = Arc<Mutex<HashSet<String>>>;
+
+/// Where text goes: above the rustyline prompt, or plain stdout/stderr.
+pub trait Screen: Send {
+    fn answer(&mut self, text: &str);
+    fn notice(&mut self, text: &str);
+}
+
+/// stdout for answers, stderr for notices, so `--once` output can be piped.
+pub struct PlainScreen;
+
+impl Screen for PlainScreen {
+    fn answer(&mut self, text: &str) {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{text}");
+        let _ = out.flush();
+    }
+    fn notice(&mut self, text: &str) {
+        eprintln!("{text}");
+    }
+}
+
+/// How a `--once` run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnceStatus {
+    /// The answer is printed and background tasks it started are still running (wait at most this long).
+    WaitingForTasks(Duration),
+    /// Everything is answered; exit with this code.
+    Done(i32),
+}
+
+/// `--once`: the message whose answer ends the run, and the tasks that answer handed off.
+struct Once {
+    event_id: String,
+    answered: bool,
+    code: i32,
+    tasks: HashSet<String>,
+    status: mpsc::UnboundedSender<OnceStatus>,
+}
+
+pub struct Console {
+    chat_id: i64,
+    screen: Box<dyn Screen>,
+    awaiting: Awaiting,
+    once: Option<Once>,
+    /// How long a background task may take, for `--once` waiting.
+    task_timeout: Duration,
+}
+
+impl Console {
+    pub fn new(chat_id: i64, screen: Box<dyn Screen>, awaiting: Awaiting) -> Self {
+        Self { chat_id, screen, awaiting, once: None, task_timeout: Duration::from_secs(1800 + 60) }
+    }
+
+    pub fn with_once(mut self, event_id: String, status: mpsc::UnboundedSender<OnceStatus>) -> Self {
+        self.once = Some(Once { event_id, answered: false, code: 0, tasks: HashSet::new(), status });
+        self
+    }
+
+    pub fn with_task_timeout(mut self, timeout: Duration) -> Self {
+        self.task_timeout = timeout;
+        self
+    }
+
+    pub fn register(addr: &Addr<Self>, intake: &Intake) {
+        intake.register.do_send(RegisterChannel {
+            name: CHANNEL.into(),
+            handle: ChannelHandle {
+                outbound: addr.clone().recipient(),
+                progress: addr.clone().recipient(),
+                capabilities: CAPABILITIES,
+            },
+        });
+    }
+}
+
+impl Actor for Console {
+    type Context = Context<Self>;
+}
+
+impl Handler<Outbound> for Console {
+    type Result = ();
+
+    fn handle(&mut self, out: Outbound, _ctx: &mut Context<Self>) {
+        if out.channel != CHANNEL || out.chat_id != self.chat_id {
+            return;
+        }
+        if let Ok(mut awaiting) = self.awaiting.lock() {
+            for id in &out.answers {
+                awaiting.remove(id);
+            }
+        }
+        if out.role == OutboundRole::Progress {
+            self.screen.notice(&out.text);
+            return;
+        }
+        let Some(once) = self.once.as_mut() else {
+            self.screen.answer(&out.text);
+            return;
+        };
+        let answers_once = out.answers.contains(&once.event_id);
+        let follows_task = out.task_id.as_ref().is_some_and(|id| once.tasks.remove(id));
+        if !answers_once && !follows_task {
+            if !out.answers.is_empty() {
+                self.screen.notice(&format!("(answer to a message interrupted by a restart)\n{}", out.text));
+            }
+            return;
+        }
+        self.screen.answer(&out.text);
+        if answers_once {
+            once.answered = true;
+            once.code = i32::from(out.is_error);
+        } else if out.is_error {
+            once.code = 1;
+        }
+        once.tasks.extend(out.task_handoff.iter().cloned());
+        let status = if once.answered && once.tasks.is_empty() {
+            OnceStatus::Done(once.code)
+        } else {
+            OnceStatus::WaitingForTasks(self.task_timeout)
+        };
+        let _ = once.status.send(status);
+    }
+}
+
+impl Handler<Progress> for Console {
+    type Result = ();
+
+    fn handle(&mut self, progress: Progress, _ctx: &mut Context<Self>) {
+        if progress.channel != CHANNEL || progress.chat_id != self.chat_id {
+            return;
+        }
+        if let AgentEvent::ToolStarted { name, .. } = &progress.event {
+            self.screen.notice(&format!("  · running {name}"));
+        }
+    }
+}

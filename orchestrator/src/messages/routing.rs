@@ -1,0 +1,22 @@
+//! Messages from the background side (task coordinator, start-up) to the router.
+
+use super::chat::{Inbound, Outbound};
+use actix::{Message, Recipient};
+
+/// Sends a message to a chat's channel (task results and progress), outside any turn.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Deliver(pub Outbound);
+
+/// Replays the turns that were pending when the process last stopped; answers with the replayed messages.
+#[derive(Message)]
+#[rtype(result = "Vec<Inbound>")]
+pub struct ReplayPending;
+
+/// Where the task coordinator routes what a finished or progressing task produces: notes and `spawn_task`
+/// results straight to the chat, `delegate` results as a new turn of the main agent.
+#[derive(Clone)]
+pub struct TaskRoutes {
+    pub deliver: Recipient<Deliver>,
+    pub turn: Recipient<Inbound>,
+}

@@ -1,0 +1,80 @@
+//! The orchestrator's side: publishes tasks and control messages, consumes worker events (dropping those that
+//! follow a task's terminal event) and acknowledges them in the background.
+
+use super::background::{Background, Held};
+use super::publisher::{Outgoing, Target};
+use super::{AmqpQueue, lock};
+use crate::{EventDelivery, Result, TaskQueue};
+use futures_util::future::BoxFuture;
+use lapin::options::{BasicAckOptions, BasicRejectOptions};
+use minibot_protocol::{ControlMessage, TaskEnvelope, WorkerEvent};
+use std::sync::atomic::Ordering;
+
+/// Unacked events the orchestrator's consumer may hold.
+const EVENT_PREFETCH: u16 = 256;
+
+impl TaskQueue for AmqpQueue {
+    fn publish<'a>(&'a self, task: &'a TaskEnvelope) -> BoxFuture<'a, Result<()>> {
+        Box::pin(self.publish_many(std::slice::from_ref(task)))
+    }
+
+    fn control<'a>(&'a self, message: &'a ControlMessage) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let batch = [Outgoing { id: message.task_id.clone(), body: message.encode()? }];
+            self.shared.publish_reliably(Target::Control, &batch).await
+        })
+    }
+
+    fn next_event(&self) -> BoxFuture<'_, Result<EventDelivery>> {
+        Box::pin(async move {
+            let shared = &self.shared;
+            loop {
+                let (link, delivery) = shared
+                    .next_delivery(|link| &link.events, &shared.names.events_queue, EVENT_PREFETCH, "events")
+                    .await?;
+                let event = match WorkerEvent::decode(&delivery.data) {
+                    Ok(event) => event,
+                    Err(error) => {
+                        tracing::error!(error = %error, "worker event does not decode; dropped");
+                        let _ = delivery.acker.reject(BasicRejectOptions { requeue: false }).await;
+                        continue;
+                    }
+                };
+                let duplicate = {
+                    let mut finished = lock(&shared.finished);
+                    let duplicate = finished.contains(&event.task_id);
+                    if !duplicate && event.is_terminal() {
+                        finished.insert(&event.task_id);
+                    }
+                    duplicate
+                };
+                if duplicate {
+                    tracing::debug!(task_id = %event.task_id, "event after the task's terminal event; dropped");
+                    let _ = delivery.acker.ack(BasicAckOptions::default()).await;
+                    continue;
+                }
+                let tag = shared.next_event_tag.fetch_add(1, Ordering::Relaxed);
+                lock(&shared.unacked_events).insert(tag, Held { generation: link.generation, acker: delivery.acker });
+                return Ok(EventDelivery { event, tag });
+            }
+        })
+    }
+
+    fn ack_event(&self, delivery: &EventDelivery) -> BoxFuture<'_, Result<()>> {
+        let tag = delivery.tag;
+        Box::pin(async move {
+            let Some(held) = lock(&self.shared.unacked_events).remove(&tag) else {
+                return Ok(());
+            };
+            // Sent in the background. If the connection is gone the event comes back; terminal ones are then
+            // dropped as duplicates and the coordinator applies the others idempotently, so a failed ack is not
+            // the caller's problem.
+            self.shared.in_background(Background::AckEvent(held));
+            Ok(())
+        })
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(AmqpQueue::close(self))
+    }
+}

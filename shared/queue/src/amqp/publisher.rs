@@ -1,0 +1,195 @@
+//! The confirm pipeline: publishes on the shared confirm-mode channel, many at a time, and awaits their
+//! publisher confirms; [`Shared::publish_reliably`] republishes what was not confirmed across reconnects.
+
+use super::link::Link;
+use super::{BACKOFF_MAX, BACKOFF_MIN, CONFIRM_TIMEOUT, Shared};
+use crate::{QueueError, Result};
+use lapin::options::BasicPublishOptions;
+use lapin::types::ShortString;
+use lapin::{BasicProperties, Confirmation, PublisherConfirm};
+use minibot_protocol::WorkerEvent;
+use std::time::{Duration, Instant};
+
+/// How long a publish keeps retrying across reconnects before the caller hears it failed.
+const PUBLISH_WINDOW: Duration = Duration::from_secs(60);
+/// Publishes sent before waiting for their confirms.
+const PIPELINE: usize = 512;
+
+/// Where a message goes and how.
+#[derive(Clone, Copy)]
+pub(super) enum Target {
+    Task,
+    Event,
+    Control,
+}
+
+/// One message to publish: its id (task id) and body.
+pub(super) struct Outgoing {
+    pub(super) id: String,
+    pub(super) body: Vec<u8>,
+}
+
+/// What became of one event published on one connection.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Published {
+    Confirmed,
+    ConnectionLost,
+    /// Nacked or returned by a broker that is still connected.
+    Refused(String),
+}
+
+/// Why a batch publish on one connection did not confirm everything.
+struct PublishFailure {
+    /// Indices (into the batch) still unconfirmed.
+    unconfirmed: Vec<usize>,
+    connection_lost: bool,
+    reason: String,
+}
+
+impl Shared {
+    /// Sends one message on one connection; the confirm is the caller's to await.
+    pub(super) async fn send(
+        &self,
+        link: &Link,
+        target: Target,
+        message: &Outgoing,
+    ) -> lapin::Result<PublisherConfirm> {
+        let (exchange, routing_key, persistent, mandatory) = match target {
+            Target::Task => (self.names.tasks_exchange.clone(), "".into(), true, true),
+            Target::Event => ("".into(), self.names.events_queue.clone(), true, true),
+            // Controls are fanned out to whoever is connected; nobody connected is not an error.
+            Target::Control => (self.names.control_exchange.clone(), "".into(), false, false),
+        };
+        let mut properties = BasicProperties::default()
+            .with_content_type("application/msgpack".into())
+            .with_delivery_mode(if persistent { 2 } else { 1 });
+        if let Ok(id) = ShortString::try_new(message.id.clone()) {
+            properties = properties.with_message_id(id);
+        }
+        link.publisher
+            .basic_publish(
+                exchange,
+                routing_key,
+                BasicPublishOptions { mandatory, immediate: false },
+                &message.body,
+                properties,
+            )
+            .await
+    }
+
+    /// Publishes a batch on one connection, pipelining confirms `PIPELINE` at a time.
+    async fn publish_on(
+        &self,
+        link: &Link,
+        target: Target,
+        batch: &[Outgoing],
+        indices: &[usize],
+    ) -> std::result::Result<(), PublishFailure> {
+        let mut unconfirmed = Vec::new();
+        let mut connection_lost = false;
+        let mut reason = String::new();
+        for chunk in indices.chunks(PIPELINE) {
+            let mut confirms = Vec::with_capacity(chunk.len());
+            for &index in chunk {
+                if connection_lost {
+                    unconfirmed.push(index);
+                    continue;
+                }
+                let Some(message) = batch.get(index) else {
+                    continue;
+                };
+                match self.send(link, target, message).await {
+                    Ok(confirm) => confirms.push((index, confirm)),
+                    Err(error) => {
+                        connection_lost = true;
+                        reason = error.to_string();
+                        unconfirmed.push(index);
+                    }
+                }
+            }
+            let deadline = tokio::time::Instant::now() + CONFIRM_TIMEOUT;
+            for (index, confirm) in confirms {
+                let Ok(confirmation) = tokio::time::timeout_at(deadline, confirm).await else {
+                    connection_lost = true;
+                    reason = "no publisher confirm in time".into();
+                    unconfirmed.push(index);
+                    continue;
+                };
+                match confirmation {
+                    Ok(Confirmation::Ack(None)) => {}
+                    Ok(Confirmation::Ack(Some(returned))) => {
+                        // Routable targets we declared ourselves; a return means someone deleted them.
+                        reason = format!("the broker returned the message: {}", returned.reply_text);
+                        unconfirmed.push(index);
+                    }
+                    Ok(Confirmation::Nack(_)) => {
+                        reason = "the broker refused the message (nack)".into();
+                        unconfirmed.push(index);
+                    }
+                    Ok(Confirmation::NotRequested) => {
+                        reason = "publisher confirms are off on this channel".into();
+                        unconfirmed.push(index);
+                    }
+                    Err(error) => {
+                        connection_lost = true;
+                        reason = error.to_string();
+                        unconfirmed.push(index);
+                    }
+                }
+            }
+        }
+        if unconfirmed.is_empty() { Ok(()) } else { Err(PublishFailure { unconfirmed, connection_lost, reason }) }
+    }
+
+    /// Publishes until every message is confirmed, across reconnects, for at most `PUBLISH_WINDOW`.
+    pub(super) async fn publish_reliably(&self, target: Target, batch: &[Outgoing]) -> Result<()> {
+        let deadline = Instant::now() + PUBLISH_WINDOW;
+        let mut pending: Vec<usize> = (0..batch.len()).collect();
+        let mut delay = BACKOFF_MIN;
+        let mut floor = 0;
+        loop {
+            let link = self.current_from(floor).await?;
+            let failure = match self.publish_on(&link, target, batch, &pending).await {
+                Ok(()) => return Ok(()),
+                Err(failure) => failure,
+            };
+            if failure.connection_lost {
+                self.report_broken(link.generation);
+                floor = link.generation + 1;
+            }
+            if Instant::now() >= deadline {
+                return Err(QueueError::Broker(format!(
+                    "{} of {} messages not confirmed by the broker: {}",
+                    failure.unconfirmed.len(),
+                    batch.len(),
+                    failure.reason
+                )));
+            }
+            tracing::warn!(
+                unconfirmed = failure.unconfirmed.len(),
+                reason = %failure.reason,
+                "publishing again after a failed publish"
+            );
+            pending = failure.unconfirmed;
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(BACKOFF_MAX);
+        }
+    }
+
+    /// Publishes one event on the given connection only, never on a later one.
+    pub(super) async fn publish_event_on(&self, link: &Link, event: &WorkerEvent) -> Result<Published> {
+        let batch = [Outgoing { id: event.task_id.clone(), body: event.encode()? }];
+        match self.publish_on(link, Target::Event, &batch, &[0]).await {
+            Ok(()) => Ok(Published::Confirmed),
+            Err(failure) => {
+                tracing::warn!(task_id = %event.task_id, reason = %failure.reason, "event not confirmed");
+                if failure.connection_lost {
+                    self.report_broken(link.generation);
+                    Ok(Published::ConnectionLost)
+                } else {
+                    Ok(Published::Refused(failure.reason))
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! Backend selection: the queue `[tasks] backend` names, where it lives (`[tasks.sqlite]`, `[rabbitmq]`), and
+//! opening a worker's side ([`open_worker_queue`]) or the orchestrator's side ([`open_orchestrator_queue`]).
+//! Errors name the config key at fault.
+
+use crate::amqp::{AmqpQueue, AmqpSettings};
+use crate::sqlite::SqliteQueue;
+use crate::{QueueError, Result, TaskQueue, WorkQueue};
+use minibot_config::{Config, TaskBackend};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The id the orchestrator's side goes by (SQLite lease holder, AMQP connection name).
+const ORCHESTRATOR_ID: &str = "orchestrator";
+
+/// The orchestrator's side of the configured queue.
+pub struct OrchestratorQueue {
+    pub queue: Arc<dyn TaskQueue>,
+    /// The same queue when it is SQLite, to release a dead local worker's leases at once
+    /// ([`SqliteQueue::release_worker`]).
+    pub sqlite: Option<Arc<SqliteQueue>>,
+}
+
+/// The tasks database (`[tasks.sqlite].sqlite_url`), resolved against the config's folder. The SQLite queue and
+/// the orchestrator's task records share it.
+pub fn tasks_db_path(config: &Config) -> Result<PathBuf> {
+    let url = &config.tasks.sqlite.sqlite_url;
+    minibot_config::sqlite_path_from_url(url)
+        .map(|path| config.resolve_path(&path))
+        .ok_or_else(|| QueueError::NotSqliteUrl { key: "tasks.sqlite.sqlite_url", url: url.clone() })
+}
+
+/// `[rabbitmq]` as the AMQP backend takes it.
+pub fn amqp_settings(config: &Config) -> AmqpSettings {
+    let section = &config.rabbitmq;
+    AmqpSettings {
+        broker_url: section.broker_url.clone(),
+        queue_name: section.queue_name.clone(),
+        exchange_name: section.exchange_name.clone(),
+        prefetch_count: section.prefetch_count.max(1),
+    }
+}
+
+/// A broker URL for messages: the password is replaced.
+pub fn redact_url(url: &str) -> String {
+    match (url.split_once("://"), url.rfind('@')) {
+        (Some((scheme, rest)), Some(at)) if at > scheme.len() + 3 => {
+            let credentials = &rest[..at - scheme.len() - 3];
+            let user = credentials.split(':').next().unwrap_or_default();
+            format!("{scheme}://{user}:***@{}", &url[at + 1..])
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// Opens a worker's side of the configured queue.
+pub async fn open_worker_queue(config: &Config, worker_id: &str) -> Result<Arc<dyn WorkQueue>> {
+    match config.tasks.backend {
+        TaskBackend::Sqlite => Ok(Arc::new(open_sqlite(config, worker_id).await?)),
+        TaskBackend::Rabbitmq => Ok(Arc::new(connect_amqp(config, worker_id).await?)),
+    }
+}
+
+/// Opens the orchestrator's side of the configured queue.
+pub async fn open_orchestrator_queue(config: &Config) -> Result<OrchestratorQueue> {
+    match config.tasks.backend {
+        TaskBackend::Sqlite => {
+            let queue = Arc::new(open_sqlite(config, ORCHESTRATOR_ID).await?);
+            Ok(OrchestratorQueue { queue: queue.clone(), sqlite: Some(queue) })
+        }
+        TaskBackend::Rabbitmq => {
+            Ok(OrchestratorQueue { queue: Arc::new(connect_amqp(config, ORCHESTRATOR_ID).await?), sqlite: None })
+        }
+    }
+}
+
+async fn open_sqlite(config: &Config, id: &str) -> Result<SqliteQueue> {
+    let path = tasks_db_path(config)?;
+    let lease = Duration::from_secs(config.tasks.sqlite.lease_timeout_seconds);
+    SqliteQueue::open(&path, id, lease).await
+}
+
+async fn connect_amqp(config: &Config, id: &str) -> Result<AmqpQueue> {
+    let settings = amqp_settings(config);
+    AmqpQueue::connect(&settings, id).await.map_err(|error| QueueError::Unreachable {
+        url: redact_url(&settings.broker_url),
+        key: "rabbitmq.broker_url",
+        error: Box::new(error),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redact_url_hides_the_password_only() {
+        assert_eq!(redact_url("amqp://guest:secret@rabbit:5672/%2f"), "amqp://guest:***@rabbit:5672/%2f");
+        assert_eq!(redact_url("amqp://user@rabbit"), "amqp://user:***@rabbit");
+        assert_eq!(redact_url("amqp://rabbit:5672"), "amqp://rabbit:5672");
+        assert_eq!(redact_url("amqp://a:p@ss@host"), "amqp://a:***@host", "the last @ ends the credentials");
+    }
+
+    #[test]
+    fn tasks_db_path_resolves_against_the_config_folder_and_names_the_key() {
+        let mut config = Config::defaults("/srv/minibot");
+        config.tasks.sqlite.sqlite_url = "sqlite+aiosqlite:///./data/tasks.db".into();
+        assert_eq!(tasks_db_path(&config).ok(), Some(PathBuf::from("/srv/minibot/./data/tasks.db")));
+        config.tasks.sqlite.sqlite_url = "postgres://db/tasks".into();
+        let error = tasks_db_path(&config).err().map(|e| e.to_string()).unwrap_or_default();
+        assert_eq!(error, "tasks.sqlite.sqlite_url `postgres://db/tasks` is not a SQLite URL");
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_broker_is_named_with_its_password_hidden() {
+        let mut config = Config::defaults("/srv/minibot");
+        config.tasks.backend = TaskBackend::Rabbitmq;
+        // Port 1 on the loopback refuses at once.
+        config.rabbitmq.broker_url = "amqp://guest:secret@127.0.0.1:1/%2f".into();
+        let error = open_worker_queue(&config, "w").await.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            error.starts_with("cannot reach RabbitMQ at amqp://guest:***@127.0.0.1:1/%2f (rabbitmq.broker_url): "),
+            "{error}"
+        );
+        assert!(!error.contains("secret"), "{error}");
+    }
+}
