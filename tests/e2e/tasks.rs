@@ -1,6 +1,6 @@
 //! Background tasks with the SQLite queue: the real orchestrator starts real worker processes.
 
-use minibot_e2e::{Home, Reply, Script, ScriptedLlm, children_of, kill_hard, requests_for, stderr, stdout};
+use minibot_e2e::{Home, Reply, Script, ScriptedLlm, children_of, requests_for, stderr, stdout};
 use serde_json::json;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -90,8 +90,12 @@ async fn run_killing_workers(home: &Home, llm: &ScriptedLlm, kills: usize) -> st
         }
         let workers = children_of(pid);
         assert!(!workers.is_empty(), "the orchestrator runs local workers");
-        for worker in workers {
-            kill_hard(worker);
+        // Freeze them all before killing any, and kill them with one command: the orchestrator releases a dead
+        // worker's task at once, and a worker still running would claim it (one more attempt) only to be killed
+        // the next moment, before that attempt reached the model.
+        let pids: Vec<String> = workers.iter().map(u32::to_string).collect();
+        for signal in ["-STOP", "-KILL"] {
+            let _ = std::process::Command::new("kill").arg(signal).args(&pids).status();
         }
     }
     waiter.await.unwrap()

@@ -121,11 +121,18 @@ impl Worker {
             inbox: Some(&mut inbox_rx),
             on_event: &on_event,
         };
+        let progress = self.report_progress(task, events_rx);
+        tokio::pin!(progress);
         let result = tokio::select! {
             result = run.run() => result,
             interrupt = self.watch_controls(task, inbox_tx) => return Err(interrupt),
-            interrupt = self.report_progress(task, events_rx) => return Err(interrupt),
+            // The reporter ends only when `on_event` is dropped, below, so it is never polled after it ended.
+            Err(interrupt) = &mut progress => return Err(interrupt),
         };
+        // A quick task can end while its first progress event is still being written: close the event channel
+        // and let the reporter finish, so that progress is stored before the result instead of abandoned.
+        drop(on_event);
+        progress.await?;
         Ok(match result {
             Ok(outcome) => {
                 let (status, text, error) = match outcome.stop_reason {
@@ -174,8 +181,13 @@ impl Worker {
         }
     }
 
-    /// Turns agent events into progress events (rate-limited); they also renew the lease.
-    async fn report_progress(&self, task: &ClaimedTask, mut events: mpsc::UnboundedReceiver<AgentEvent>) -> Interrupt {
+    /// Turns agent events into progress events (rate-limited); they also renew the lease. Returns once the run's
+    /// events are all handled and their channel is closed.
+    async fn report_progress(
+        &self,
+        task: &ClaimedTask,
+        mut events: mpsc::UnboundedReceiver<AgentEvent>,
+    ) -> Result<(), Interrupt> {
         let mut step = 0;
         let mut tool_names: Vec<String> = Vec::new();
         let mut last_sent: Option<Instant> = None;
@@ -194,11 +206,11 @@ impl Worker {
             let progress = WorkerEventKind::Progress { step, tool_names: tool_names.clone(), total_tokens: 0 };
             match self.queue.emit(task, &self.event(task, progress)).await {
                 Ok(()) => last_sent = Some(Instant::now()),
-                Err(QueueError::LeaseLost { .. }) => return Interrupt::LeaseLost,
+                Err(QueueError::LeaseLost { .. }) => return Err(Interrupt::LeaseLost),
                 Err(error) => tracing::warn!(error = %error, "cannot report progress"),
             }
         }
-        std::future::pending().await
+        Ok(())
     }
 }
 

@@ -8,7 +8,7 @@ use super::texts;
 use crate::messages::{Deliver, Inbound, Outbound, OutboundRole, TaskRoutes, TaskSource, session_id};
 use actix::prelude::*;
 use minibot_protocol::{Delivery, TaskStatus, TaskUsage, WorkerEventKind};
-use minibot_queue::EventDelivery;
+use minibot_queue::{EventDelivery, QueueError};
 use minibot_store::{Applied, Ending, Role, TaskRecord};
 use serde_json::json;
 use std::collections::HashMap;
@@ -79,6 +79,8 @@ impl Actor for TaskCoordinator {
                                 break;
                             }
                         }
+                        // Closed at exit (`Runtime::close`).
+                        Err(QueueError::Closed) => break,
                         Err(error) => {
                             tracing::warn!(error = %error, "cannot read worker events; retrying");
                             tokio::time::sleep(Duration::from_secs(1)).await;

@@ -219,6 +219,9 @@ impl TaskQueue for SqliteQueue {
         Box::pin(async move {
             let since = std::time::Instant::now();
             loop {
+                if self.pool.is_closed() {
+                    return Err(QueueError::Closed);
+                }
                 {
                     let mut guard = self.events.lock().await;
                     if let Some(delivery) = guard.0.pop_front() {
