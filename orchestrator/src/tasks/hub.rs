@@ -57,10 +57,10 @@ impl TaskHub {
         }))
     }
 
-    /// Resolves once a task has been submitted in this process, or at once when `unfinished_counts` and the
-    /// task store holds tasks that have not ended (queued by an earlier run).
-    pub async fn demand(&self, unfinished_counts: bool) {
-        if unfinished_counts && self.store.active().await.is_ok_and(|active| !active.is_empty()) {
+    /// Resolves once a task has been submitted in this process, or at once when the task store holds tasks that
+    /// have not ended (queued by an earlier run).
+    pub async fn demand(&self) {
+        if self.store.active().await.is_ok_and(|active| !active.is_empty()) {
             return;
         }
         let mut demand = self.demand.subscribe();

@@ -48,7 +48,7 @@ impl Actor for LocalWorkers {
         let on_demand = self.start == WorkerStart::OnDemand;
         let wait = async move {
             if on_demand {
-                hub.demand(true).await;
+                hub.demand().await;
             }
         };
         ctx.wait(wait.into_actor(self).map(|(), act, ctx| {

@@ -25,8 +25,9 @@ pub use minibot_protocol::{ControlMessage, TaskEnvelope, WorkerEvent};
 pub enum QueueError {
     #[error("queue database error: {0}")]
     Sqlite(#[from] sqlx::Error),
-    #[error("cannot open queue database {path}: {source}")]
-    Open { path: String, source: sqlx::Error },
+    /// The queue database or its folder could not be opened or created; the message names the file.
+    #[error(transparent)]
+    Open(#[from] minibot_sqlite::Error),
     #[error("broker error: {0}")]
     Broker(String),
     #[error(transparent)]

@@ -71,13 +71,7 @@ fn now_ms() -> i64 {
 impl SqliteQueue {
     /// Opens (creating when missing) the queue database. `lease_timeout` is `[tasks.sqlite].lease_timeout_seconds`.
     pub async fn open(path: &Path, worker_id: &str, lease_timeout: Duration) -> Result<Self> {
-        let pool = minibot_sqlite::open_pool(path, 2).await.map_err(|error| {
-            let source = match error {
-                minibot_sqlite::Error::CreateDir { source, .. } => sqlx::Error::Io(source),
-                minibot_sqlite::Error::Open { source, .. } => source,
-            };
-            QueueError::Open { path: path.display().to_string(), source }
-        })?;
+        let pool = minibot_sqlite::open_pool(path, 2).await?;
         sqlx::raw_sql(SCHEMA).execute(&pool).await?;
         Ok(Self { pool, worker_id: worker_id.to_string(), lease_timeout, events: Mutex::new((VecDeque::new(), 0)) })
     }

@@ -20,10 +20,9 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("cannot create the folder for {path}: {source}")]
-    CreateDir { path: PathBuf, source: std::io::Error },
-    #[error("cannot open database {path}: {source}")]
-    Open { path: PathBuf, source: sqlx::Error },
+    /// The database file or its folder could not be opened or created; the message names the file.
+    #[error(transparent)]
+    Open(#[from] minibot_sqlite::Error),
     #[error("cannot migrate database {path}: {source}")]
     Migrate { path: PathBuf, source: sqlx::migrate::MigrateError },
     #[error("database error: {0}")]
@@ -65,10 +64,7 @@ impl Store {
 
 /// A WAL-mode pool on `path`, creating the file and its folder when missing (see [`minibot_sqlite`]).
 pub(crate) async fn open_pool(path: &Path, max_connections: u32) -> Result<SqlitePool> {
-    minibot_sqlite::open_pool(path, max_connections).await.map_err(|error| match error {
-        minibot_sqlite::Error::CreateDir { path, source } => StoreError::CreateDir { path, source },
-        minibot_sqlite::Error::Open { path, source } => StoreError::Open { path, source },
-    })
+    Ok(minibot_sqlite::open_pool(path, max_connections).await?)
 }
 
 pub(crate) fn now() -> String {
