@@ -3,7 +3,7 @@
 
 use crate::conversation::Conversation;
 use crate::messages::{
-    ChannelHandle, Deliver, Inbound, Intake, NOTHING_RUNNING_REPLY, Outbound, OutboundRole, RegisterChannel,
+    ApprovalDecision, AskApproval, ChannelHandle, Deliver, Inbound, Intake, NOTHING_RUNNING_REPLY, Outbound, OutboundRole, RegisterChannel,
     ReplayPending, StopTurn, TaskRoutes, session_id,
 };
 use crate::render;
@@ -67,7 +67,11 @@ pub fn intake(router: &Addr<Router>) -> Intake {
 
 /// Where the task coordinator sends what tasks produce.
 pub fn task_routes(router: &Addr<Router>) -> TaskRoutes {
-    TaskRoutes { deliver: router.clone().recipient(), turn: router.clone().recipient() }
+    TaskRoutes {
+        deliver: router.clone().recipient(),
+        turn: router.clone().recipient(),
+        approval: router.clone().recipient(),
+    }
 }
 
 impl Handler<RegisterChannel> for Router {
@@ -171,5 +175,28 @@ impl Handler<ReplayPending> for Router {
             }
             replayed
         }))
+    }
+}
+
+impl Handler<AskApproval> for Router {
+    type Result = ResponseFuture<ApprovalDecision>;
+
+    /// A worker's question goes to the chat's channel; a channel that is not running or cannot ask means no.
+    fn handle(&mut self, msg: AskApproval, _ctx: &mut Context<Self>) -> Self::Result {
+        let target = self.channels.get(&msg.channel).map(|handle| handle.approvals.clone());
+        Box::pin(async move {
+            match target {
+                None => ApprovalDecision::Unavailable(format!("the {} channel is not running", msg.channel)),
+                Some(None) => {
+                    ApprovalDecision::Unavailable(format!("the {} channel cannot ask for approval", msg.channel))
+                }
+                Some(Some(approvals)) => {
+                    let channel = msg.channel.clone();
+                    approvals.send(msg).await.unwrap_or_else(|_| {
+                        ApprovalDecision::Unavailable(format!("the {channel} channel stopped before it answered"))
+                    })
+                }
+            }
+        })
     }
 }

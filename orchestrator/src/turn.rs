@@ -67,6 +67,7 @@ pub async fn run_turn(
         turn_id: inbound.event_id.clone(),
         task_depth: inbound.source.as_ref().map_or(0, |s| s.depth),
         capabilities: channel.capabilities,
+        approver: None,
     };
     let tools = rt.tools();
     let system_prompt = rt.system_prompt_for(&inbound.channel, &tools);

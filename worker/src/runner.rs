@@ -117,6 +117,8 @@ impl Worker {
                 task_depth: 0,
                 // A worker has no channel of its own: its tools can deliver nothing to the chat directly.
                 capabilities: ChannelCapabilities::default(),
+                // Set when the worker can route approval questions to the task's chat.
+                approver: None,
             },
             inbox: Some(&mut inbox_rx),
             on_event: &on_event,

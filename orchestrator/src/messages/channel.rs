@@ -4,7 +4,7 @@
 use super::chat::{Inbound, Outbound, Progress, StopTurn};
 use super::routing::ReplayPending;
 use actix::{Message, Recipient};
-pub use minibot_agent::{ChannelCapabilities, TextFormat};
+pub use minibot_agent::{ApprovalDecision, ApprovalRequest, ChannelCapabilities, TextFormat};
 
 /// Where a chat's replies and progress go, and what the channel can do with them.
 #[derive(Clone)]
@@ -12,6 +12,18 @@ pub struct ChannelHandle {
     pub outbound: Recipient<Outbound>,
     pub progress: Recipient<Progress>,
     pub capabilities: ChannelCapabilities,
+    /// Where approval questions for this channel's chats go; `None` when the channel cannot ask (then every
+    /// call that needs approval is denied at once, with a message that says why).
+    pub approvals: Option<Recipient<AskApproval>>,
+}
+
+/// Ask the user of one chat to approve a tool call; answers with the decision.
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "ApprovalDecision")]
+pub struct AskApproval {
+    pub channel: String,
+    pub chat_id: i64,
+    pub request: ApprovalRequest,
 }
 
 /// A channel announces itself under its name (the `channel` part of a session key).

@@ -6,7 +6,7 @@ mod channel;
 mod chat;
 mod routing;
 
-pub use channel::{ChannelCapabilities, ChannelHandle, Intake, RegisterChannel, TextFormat};
+pub use channel::{ApprovalDecision, ApprovalRequest, AskApproval, ChannelCapabilities, ChannelHandle, Intake, RegisterChannel, TextFormat};
 pub use chat::{
     Inbound, NOTHING_RUNNING_REPLY, Outbound, OutboundRole, Progress, STOPPED_HISTORY_NOTE, STOPPED_REPLY, StopTurn,
     TaskSource, session_id,

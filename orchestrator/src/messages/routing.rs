@@ -1,5 +1,6 @@
 //! Messages from the background side (task coordinator, start-up) to the router.
 
+use super::channel::AskApproval;
 use super::chat::{Inbound, Outbound};
 use actix::{Message, Recipient};
 
@@ -19,4 +20,6 @@ pub struct ReplayPending;
 pub struct TaskRoutes {
     pub deliver: Recipient<Deliver>,
     pub turn: Recipient<Inbound>,
+    /// Approval questions of a worker's specialist, to the chat that started the task.
+    pub approval: Recipient<AskApproval>,
 }

@@ -5,6 +5,7 @@
 //! Nothing here knows about actors, channels or queues: the orchestrator runs the loop inside a conversation
 //! actor, the worker inside a task.
 
+pub mod approval;
 pub mod channel;
 mod guards;
 mod outcome;
@@ -15,6 +16,7 @@ mod run;
 pub mod spill;
 mod tool;
 
+pub use approval::{APPROVAL_DENIED_CODE, ApprovalDecision, ApprovalPrompt, ApprovalRequest, Approver};
 pub use channel::{ChannelCapabilities, TextFormat};
 pub use guards::{parse_arguments, sha256_hex};
 pub use outcome::{AgentError, AgentEvent, AgentOutcome, ReplyKind, Steer, StopReason};

@@ -1,6 +1,7 @@
 //! The tool traits. A tool is written against [`Tool`] (typed arguments, a JSON schema); the registry holds the
 //! object-safe [`DynTool`] twin, which MCP bindings implement directly.
 
+use crate::approval::Approver;
 use crate::channel::ChannelCapabilities;
 use futures_util::future::BoxFuture;
 use minibot_llm::ToolSpec;
@@ -26,6 +27,8 @@ pub struct ToolContext {
     pub task_depth: u32,
     /// What the turn's channel can do; tools whose effect it cannot carry out refuse instead of pretending.
     pub capabilities: ChannelCapabilities,
+    /// How this turn asks the user to approve a call; `None`: it cannot ask, so what needs approval is denied.
+    pub approver: Option<Approver>,
 }
 
 /// A failed call. `RespondToModel` goes back to the model as an error result and the turn continues; `Fatal`

@@ -33,6 +33,9 @@ pub struct Config {
     pub source: Option<PathBuf>,
     /// Where relative paths of the file resolve.
     pub base_dir: PathBuf,
+    /// The unlocked vault's secrets (empty when `[vault]` is off). `${secret:NAME}` references are already
+    /// expanded; this is for what names a secret directly (MCP `auth_secret`, `list_secrets`, redaction).
+    pub secrets: minibot_vault::Secrets,
 }
 
 impl std::ops::Deref for Config {
@@ -51,7 +54,7 @@ impl std::ops::DerefMut for Config {
 impl Config {
     /// Defaults only, with relative paths under `base_dir`.
     pub fn defaults(base_dir: impl Into<PathBuf>) -> Self {
-        Self { file: ConfigFile::default(), source: None, base_dir: base_dir.into() }
+        Self { file: ConfigFile::default(), source: None, base_dir: base_dir.into(), secrets: Default::default() }
     }
 
     /// Finds and loads the config: `explicit` (from `--config`), else `MINIBOT_CONFIG`, else `./config.toml`.
@@ -79,7 +82,7 @@ impl Config {
         lookup: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self> {
         let file = load::parse(text, origin, lookup)?;
-        let config = Self { file, source: None, base_dir: base_dir.into() };
+        let config = Self { file, source: None, base_dir: base_dir.into(), secrets: Default::default() };
         validate::check(&config, origin)?;
         Ok(config)
     }

@@ -17,7 +17,7 @@ pub(crate) fn from_file(path: &Path, lookup: &dyn Fn(&str) -> Option<String>) ->
     let file = parse(&text, &origin, lookup)?;
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let base_dir = absolute.parent().map(Path::to_path_buf).unwrap_or_default();
-    let config = Config { file, source: Some(absolute), base_dir };
+    let config = Config { file, source: Some(absolute), base_dir, secrets: Default::default() };
     crate::validate::check(&config, &origin)?;
     Ok(config)
 }

@@ -94,6 +94,7 @@ impl Console {
                 outbound: addr.clone().recipient(),
                 progress: addr.clone().recipient(),
                 capabilities: CAPABILITIES,
+                approvals: None,
             },
         });
     }
