@@ -20,7 +20,44 @@ pub enum Command {
     /// Chat in the terminal.
     Console(ConsoleArgs),
     /// Run a task worker (what `minibot-worker` runs; the orchestrator starts local ones itself).
-    Worker,
+    Worker(WorkerArgs),
+    /// Manage the secrets vault (`secrets.vault.yml`, or `[vault] path` of the `--config` file).
+    Vault(VaultArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// Read the unlocked vault's secrets from stdin instead of opening the vault (how the orchestrator hands
+    /// them to the local workers it starts).
+    #[arg(long, hide = true)]
+    pub secrets_from_stdin: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct VaultArgs {
+    #[command(subcommand)]
+    pub action: VaultAction,
+    /// File holding the vault password (trailing newline ignored). Else `[vault] password_file` of the
+    /// `--config` file, then MINIBOT_VAULT_PASSWORD, then a prompt on the terminal.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub password_file: Option<PathBuf>,
+}
+
+/// Each takes the vault file as an optional last argument (default: `[vault] path` of the `--config` file,
+/// else `secrets.vault.yml`).
+#[derive(Debug, Subcommand)]
+pub enum VaultAction {
+    /// Create an empty vault; the password is asked twice on a terminal. Never overwrites a file.
+    Init { path: Option<PathBuf> },
+    /// Edit the secrets as `name: value` lines in $EDITOR (then $VISUAL, then vi).
+    Edit { path: Option<PathBuf> },
+    /// Print the secret names, one per line (never the values).
+    List { path: Option<PathBuf> },
+    /// Set one secret to the value read from stdin (one trailing newline dropped; asked without echo on a
+    /// terminal).
+    Set { name: String, path: Option<PathBuf> },
+    /// Remove one secret.
+    Rm { name: String, path: Option<PathBuf> },
 }
 
 #[derive(Debug, Args)]
@@ -38,4 +75,8 @@ pub struct ConsoleArgs {
     /// With --once: how long to wait for the answer.
     #[arg(long, default_value_t = 120.0)]
     pub timeout_seconds: f64,
+    /// Approve tool calls whose name matches PATTERN (fnmatch, as `[tools.approval] require_approval`) without
+    /// asking. Repeatable. A `--once` run cannot ask, so it denies every other call that needs approval.
+    #[arg(long, value_name = "PATTERN")]
+    pub approve: Vec<String>,
 }

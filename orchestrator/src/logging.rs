@@ -1,10 +1,12 @@
 //! Logs go as logfmt lines to `logs/minibot.log` (next to the config file) and, with `--verbose`, to stderr.
-//! `RUST_LOG` wins over `[runtime].log_level` / `[logging].log_level`.
+//! `RUST_LOG` wins over `[runtime].log_level` / `[logging].log_level`. Both outputs pass through the vault's
+//! [`Redactor`], so no known secret value is ever written to either.
 
 use anyhow::Context;
 use minibot_config::Config;
+use minibot_vault::Redactor;
 use std::fs::OpenOptions;
-use std::sync::Mutex;
+use std::sync::Arc;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::Layer as _;
 use tracing_subscriber::layer::SubscriberExt;
@@ -31,16 +33,23 @@ pub fn init(config: &Config, verbose: bool) -> anyhow::Result<()> {
         .append(true)
         .open(&path)
         .with_context(|| format!("cannot open log file {}", path.display()))?;
+    let redactor = Redactor::new(&config.secrets);
+    // Each event is formatted whole and written with one append, so lines of concurrent events never mix.
+    let file = Arc::new(file);
+    let file_writer = {
+        let redactor = redactor.clone();
+        move || redactor.writer(Arc::clone(&file))
+    };
     let file_layer = tracing_subscriber::fmt::layer()
         .event_format(tracing_logfmt::EventsFormatter::default())
         .fmt_fields(tracing_logfmt::FieldsFormatter::default())
-        .with_writer(Mutex::new(file))
+        .with_writer(file_writer)
         .with_filter(filter());
     let stderr_layer = verbose.then(|| {
         tracing_subscriber::fmt::layer()
             .event_format(tracing_logfmt::EventsFormatter::default())
             .fmt_fields(tracing_logfmt::FieldsFormatter::default())
-            .with_writer(std::io::stderr)
+            .with_writer(move || redactor.writer(std::io::stderr()))
             .with_filter(filter())
     });
     tracing_subscriber::registry().with(file_layer).with(stderr_layer).try_init().ok();

@@ -1,14 +1,20 @@
 //! `minibot`: the orchestrator binary. Parses the command line, loads the config and hands over to
-//! [`minibot_orchestrator::boot`]; `minibot worker` runs a task worker in this process instead.
+//! [`minibot_orchestrator::boot`]; `minibot worker` runs a task worker in this process instead, and
+//! `minibot vault` manages the secrets vault without loading the rest.
+
+mod vault_cli;
 
 use clap::Parser;
-use minibot_config::Config;
+use minibot_config::{Config, Unlock};
 use minibot_orchestrator::cli::{Cli, Command};
 use minibot_orchestrator::{boot, logging};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    if let Some(Command::Vault(args)) = cli.command.take_if(|c| matches!(c, Command::Vault(_))) {
+        return vault_cli::run(cli.config.as_deref(), args);
+    }
     match run(cli) {
         Ok(code) => code,
         Err(error) => {
@@ -19,9 +25,16 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let config = Config::load(cli.config.as_deref())?;
+    let config = match &cli.command {
+        // A local worker gets the secrets its parent unlocked, through stdin (see docs/secrets.md).
+        Some(Command::Worker(args)) if args.secrets_from_stdin => {
+            let secrets = minibot_vault::receive(std::io::stdin().lock())?;
+            Config::load_with(cli.config.as_deref(), Unlock::Given(secrets))?
+        }
+        _ => Config::load(cli.config.as_deref())?,
+    };
     logging::init(&config, cli.verbose)?;
-    if matches!(cli.command, Some(Command::Worker)) {
+    if matches!(cli.command, Some(Command::Worker(_))) {
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
         runtime.block_on(minibot_worker::run(config))?;
         return Ok(ExitCode::SUCCESS);

@@ -3,8 +3,8 @@
 
 use crate::conversation::Conversation;
 use crate::messages::{
-    ApprovalDecision, AskApproval, ChannelHandle, Deliver, Inbound, Intake, NOTHING_RUNNING_REPLY, Outbound, OutboundRole, RegisterChannel,
-    ReplayPending, StopTurn, TaskRoutes, session_id,
+    ApprovalDecision, AskApproval, ChannelHandle, Deliver, Inbound, Intake, NOTHING_RUNNING_REPLY, Outbound,
+    OutboundFile, OutboundRole, RegisterChannel, ReplayPending, StopTurn, TaskRoutes, session_id,
 };
 use crate::render;
 use crate::runtime::Runtime;
@@ -20,6 +20,7 @@ const MAX_HELD_PER_CHANNEL: usize = 1000;
 enum Held {
     Turn(Inbound),
     Deliver(Outbound),
+    File(OutboundFile),
 }
 
 pub struct Router {
@@ -69,6 +70,7 @@ pub fn intake(router: &Addr<Router>) -> Intake {
 pub fn task_routes(router: &Addr<Router>) -> TaskRoutes {
     TaskRoutes {
         deliver: router.clone().recipient(),
+        files: router.clone().recipient(),
         turn: router.clone().recipient(),
         approval: router.clone().recipient(),
     }
@@ -84,6 +86,7 @@ impl Handler<RegisterChannel> for Router {
             match message {
                 Held::Turn(inbound) => self.handle(inbound, ctx),
                 Held::Deliver(outbound) => self.handle(Deliver(outbound), ctx),
+                Held::File(file) => self.handle(file, ctx),
             }
         }
     }
@@ -118,6 +121,28 @@ impl Handler<Deliver> for Router {
                 tracing::info!(channel = %message.channel, "message for a channel that is not running yet; held");
                 let channel = message.channel.clone();
                 self.hold(&channel, Held::Deliver(message));
+            }
+        }
+    }
+}
+
+/// A task result's file. A channel that cannot take files gets a line naming it instead, so the user still
+/// learns where it is.
+impl Handler<OutboundFile> for Router {
+    type Result = ();
+
+    fn handle(&mut self, file: OutboundFile, ctx: &mut Context<Self>) {
+        match self.channels.get(&file.channel) {
+            Some(ChannelHandle { files: Some(files), .. }) => files.do_send(file),
+            Some(_) => {
+                let text = format!("File: {}", file.describe());
+                let note = Outbound::text(&file.channel, file.chat_id, text, OutboundRole::TaskResult);
+                self.handle(Deliver(note), ctx);
+            }
+            None => {
+                tracing::info!(channel = %file.channel, "file for a channel that is not running yet; held");
+                let channel = file.channel.clone();
+                self.hold(&channel, Held::File(file));
             }
         }
     }

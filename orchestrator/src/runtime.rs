@@ -6,7 +6,9 @@ use crate::ownership::Ownership;
 use crate::tasks::TaskHub;
 use anyhow::Context;
 use minibot_agent::prompt::environment_fragment;
-use minibot_agent::{Limits, ModelSettings, Patterns, PromptBuilder, PromptLibrary, ToolPolicy, ToolRegistry};
+use minibot_agent::{
+    ApprovalGate, Limits, ModelSettings, Patterns, PromptBuilder, PromptLibrary, ToolPolicy, ToolRegistry,
+};
 use minibot_config::Config;
 use minibot_llm::ChatProvider;
 use minibot_mcp::McpHub;
@@ -22,6 +24,8 @@ pub struct Runtime {
     pub model: ModelSettings,
     /// Built-in and task tools, after the main agent's policy; MCP tools are added per turn ([`Runtime::tools`]).
     base_tools: ToolRegistry,
+    /// `[tools.safety_classifier]`, when enabled: wraps the base tools once and each turn's MCP tools.
+    safety: Option<Arc<minibot_agent::SafetyClassifier>>,
     policy: ToolPolicy,
     /// Tools hidden from the main agent because specialists own them (`tool_ownership_mode`).
     ownership: Ownership,
@@ -31,10 +35,16 @@ pub struct Runtime {
     spill_root: Option<std::path::PathBuf>,
     pub store: Store,
     pub limits: Limits,
+    /// Which tool calls need the user's approval (`[tools.approval] require_approval`).
+    pub approvals: ApprovalGate,
+    /// How long a turn waits for the user's answer (`[tools.approval] timeout_seconds`).
+    pub approval_timeout: Duration,
     /// Show provider error details in replies (log level DEBUG), as MiniBot does.
     pub verbose_errors: bool,
     /// Background tasks, when `[tasks]` is enabled.
     pub tasks: Option<Arc<TaskHub>>,
+    /// What `get_settings` reports as running: each turn's tools are recorded here.
+    running: Arc<minibot_tools::runtime::Running>,
     prompts: PromptLibrary,
     base_prompt: String,
     channel_prompts: Mutex<HashMap<String, String>>,
@@ -49,6 +59,10 @@ impl Runtime {
         let memory_path = minibot_config::sqlite_path_from_url(&config.memory.sqlite_url)
             .map(|p| config.resolve_path(&p))
             .context("memory.sqlite_url is not a SQLite URL")?;
+        if config.specialists_enabled() {
+            let agents = minibot_config::load_agents(&config.resolve_path(&config.orchestration.directory))?;
+            minibot_config::check_agents(&config, &agents)?;
+        }
         let store = Store::open(&memory_path, config.memory.max_history_messages).await?;
 
         let services = ToolServices::new(config.clone(), Some(store.clone()))
@@ -59,19 +73,28 @@ impl Runtime {
         let tasks = if config.tasks.enabled { Some(TaskHub::open(config.clone(), store.clone()).await?) } else { None };
         let mut tools = minibot_tools::main_agent_tools(&services);
         if let Some(hub) = &tasks {
-            minibot_tools::tasks::register(&mut tools, hub.clone(), config.tasks.delegation_mode);
+            minibot_tools::tasks::register(&mut tools, hub.clone(), &config);
         }
+        let safety = minibot_agent::SafetyClassifier::from_config(&config)?;
         let base_tools = tools.filtered(&policy);
+        let base_tools = match &safety {
+            Some(classifier) => classifier.wrap(&base_tools),
+            None => base_tools,
+        };
         let mcp = if config.tools.mcp.enabled {
-            let hub = McpHub::start(&config.tools.mcp).await;
+            let hub = McpHub::start(&config).await?;
             tracing::info!(servers = config.tools.mcp.servers.len(), tools = hub.tools().len(), "mcp servers started");
             Some(hub)
         } else {
             None
         };
         let ownership = Ownership::load(&config)?;
+        let approvals = ApprovalGate::from_config(&config.tools.approval)?;
         let guardrail = Guardrail::from_config(&config)?;
         let spill_root = services.files.as_ref().map(|f| f.path().to_path_buf());
+        // The console is this version's only channel, and a runtime exists only to serve it ([channels.telegram]
+        // and [http] are refused at load while they are not built).
+        services.running.set_channels(vec!["console".into()]);
 
         let prompts = PromptLibrary::new(Some(config.resolve_path(&config.llm.prompts_dir)));
         let base_prompt = minibot_agent::prompt::main_base_prompt(&config, &prompts)?;
@@ -86,6 +109,7 @@ impl Runtime {
             },
             provider,
             base_tools,
+            safety,
             policy,
             ownership,
             mcp,
@@ -97,8 +121,11 @@ impl Runtime {
                 max_tool_calls: Some((2 * max_steps).max(12)),
                 timeout: Duration::from_secs(config.runtime.agent_timeout_seconds.max(1)),
             },
+            approvals,
+            approval_timeout: Duration::from_secs(config.tools.approval.timeout_seconds.max(1)),
             verbose_errors: level == "debug" || level == "trace",
             tasks,
+            running: services.running.clone(),
             prompts,
             base_prompt,
             channel_prompts: Mutex::new(HashMap::new()),
@@ -140,6 +167,16 @@ impl Runtime {
     /// The main agent's tools for one turn: built-ins and task tools, plus the MCP tools as they are now (a
     /// reload changes them), after the main agent's policy and tool ownership.
     pub fn tools(&self) -> ToolRegistry {
+        let tools = self.turn_tools();
+        let names = tools.names();
+        let servers = self.mcp.as_ref().map_or_else(Vec::new, |hub| {
+            hub.status().into_iter().filter(|s| s.tools.iter().any(|t| names.contains(t))).map(|s| s.name).collect()
+        });
+        self.running.set_tools(names, servers);
+        tools
+    }
+
+    fn turn_tools(&self) -> ToolRegistry {
         let mut tools = self.base_tools.clone();
         if let Some(hub) = &self.mcp {
             let mut remote = ToolRegistry::new();
@@ -160,6 +197,12 @@ impl Runtime {
                 &self.config.tools.tool_output_spill,
                 self.spill_root.as_deref(),
             );
+            // The safety classifier covers MCP tools too (the read-back tools above are wrapped already and are
+            // not taken from `remote`).
+            let remote = match &self.safety {
+                Some(classifier) => classifier.wrap(&remote),
+                None => remote,
+            };
             for name in remote.names() {
                 if tools.get(&name).is_none()
                     && let Some(tool) = remote.get(&name)

@@ -2,9 +2,16 @@
 //! Plain async code; the conversation actor owns scheduling, steering and cancellation.
 
 use crate::guardrail::{GUARDRAIL_REPLY, RETRY_SUFFIX};
-use crate::messages::{ChannelHandle, Inbound, Outbound, OutboundRole, Progress};
+use crate::messages::{
+    ApprovalDecision, ApprovalRequest, AskApproval, ChannelHandle, Inbound, Outbound, OutboundFile, OutboundRole,
+    Progress,
+};
 use crate::runtime::Runtime;
-use minibot_agent::{AgentError, AgentEvent, AgentRun, ReplyKind, Steer, StopReason, ToolContext};
+use actix::Recipient;
+use futures_util::future::BoxFuture;
+use minibot_agent::{
+    AgentError, AgentEvent, AgentRun, ApprovalPrompt, Approver, ReplyKind, Steer, StopReason, ToolContext,
+};
 use minibot_llm::{LlmError, Message};
 use minibot_store::Role;
 use std::sync::Arc;
@@ -54,8 +61,15 @@ pub async fn run_turn(
         })
         .collect();
     let (channel_name, chat_id, progress) = (inbound.channel.clone(), inbound.chat_id, channel.progress.clone());
-    let on_event = move |event: AgentEvent| {
-        progress.do_send(Progress { channel: channel_name.clone(), chat_id, event });
+    let files = channel.files.clone();
+    let on_event = move |event: AgentEvent| match event {
+        // Delivered at once: the file reaches the chat while the turn goes on, before the answer that names it.
+        AgentEvent::SendFile(file) => {
+            if let Some(files) = &files {
+                files.do_send(OutboundFile::new(&channel_name, chat_id, file));
+            }
+        }
+        event => progress.do_send(Progress { channel: channel_name.clone(), chat_id, event }),
     };
     let context = ToolContext {
         session_id: session.clone(),
@@ -66,8 +80,16 @@ pub async fn run_turn(
         call_id: String::new(),
         turn_id: inbound.event_id.clone(),
         task_depth: inbound.source.as_ref().map_or(0, |s| s.depth),
-        capabilities: channel.capabilities,
-        approver: None,
+        capabilities: minibot_agent::ChannelCapabilities {
+            files: channel.capabilities.files && channel.files.is_some(),
+            ..channel.capabilities
+        },
+        approver: channel.approvals.clone().map(|recipient| {
+            let prompt = ChannelPrompt { recipient, channel: inbound.channel.clone(), chat_id: inbound.chat_id };
+            Approver::new(Arc::new(prompt), rt.approval_timeout)
+        }),
+        // Filled in by the agent loop from the turn's tools.
+        agent_tools: None,
     };
     let tools = rt.tools();
     let system_prompt = rt.system_prompt_for(&inbound.channel, &tools);
@@ -80,6 +102,7 @@ pub async fn run_turn(
         user_message: inbound.text.clone(),
         limits: rt.limits,
         context: context.clone(),
+        approvals: Some(&rt.approvals),
         inbox: Some(&mut inbox),
         on_event: &on_event,
     };
@@ -101,6 +124,7 @@ pub async fn run_turn(
             user_message: inbound.text.clone(),
             limits: rt.limits,
             context,
+            approvals: Some(&rt.approvals),
             inbox: None,
             on_event: &on_event,
         };
@@ -131,6 +155,12 @@ pub async fn run_turn(
                 elapsed_ms = outcome.elapsed.as_millis() as u64,
                 "turn finished"
             );
+            // `pre_response` attachments go before the answer: the answer is what ends a `--once` run.
+            if let Some(files) = &channel.files {
+                for file in outcome.attachments.iter().cloned() {
+                    files.do_send(OutboundFile::new(&inbound.channel, inbound.chat_id, file));
+                }
+            }
             let answers = ids.iter().map(|id| (*id).to_string()).collect();
             let read = outcome.steered.iter().map(|s| s.id.clone()).collect();
             TurnReport { reply: reply(outcome.answer, outcome.reply_kind, answers, false), read: Some(read) }
@@ -143,6 +173,25 @@ pub async fn run_turn(
             let text = error_reply(&error, rt.verbose_errors);
             TurnReport { reply: reply(text, ReplyKind::Text, vec![inbound.event_id.clone()], true), read: None }
         }
+    }
+}
+
+/// Asks the user of the turn's chat through its channel. Dropping the question (the turn stopped or the
+/// approval timeout passed) withdraws it: the channel sees its answer channel close.
+struct ChannelPrompt {
+    recipient: Recipient<AskApproval>,
+    channel: String,
+    chat_id: i64,
+}
+
+impl ApprovalPrompt for ChannelPrompt {
+    fn ask(&self, request: ApprovalRequest) -> BoxFuture<'_, ApprovalDecision> {
+        let ask = AskApproval { channel: self.channel.clone(), chat_id: self.chat_id, request };
+        Box::pin(async move {
+            self.recipient.send(ask).await.unwrap_or_else(|_| {
+                ApprovalDecision::Unavailable(format!("the {} channel stopped before it answered", self.channel))
+            })
+        })
     }
 }
 

@@ -67,6 +67,7 @@ fn main() {
                     outbound: sink.clone().recipient(),
                     progress: sink.recipient(),
                     capabilities: ChannelCapabilities::default(),
+                    files: None,
                     approvals: None,
                 },
             })

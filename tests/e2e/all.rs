@@ -1,8 +1,12 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 //! The real binaries, end to end.
 
+mod approvals;
 mod bad_input;
 mod console;
+mod files;
 mod mcp;
 mod rabbitmq;
+mod secrets;
 mod tasks;
+mod worker_approvals;

@@ -144,3 +144,122 @@ async fn a_server_down_at_start_up_gets_its_tools_once_it_comes_up() {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
 }
+
+/// The tool results the model received, in order.
+fn tool_results(llm: &ScriptedLlm) -> Vec<Value> {
+    let requests = llm.requests();
+    let last = requests.last().expect("a request");
+    last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| serde_json::from_str(m["content"].as_str().unwrap()).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_long_mcp_result_is_spilled_whole_to_a_managed_file() {
+    let long = format!("{}END", "z".repeat(9_000));
+    let llm = ScriptedLlm::start(vec![Script::new(
+        "long echo",
+        vec![
+            Reply::tool("mcp_everything__echo", json!({ "message": long })),
+            Reply::tool("mcp_everything__echo", json!({ "message": "m".repeat(3_000) })),
+            Reply::text("Done."),
+        ],
+    )])
+    .await;
+    // Spill threshold: the larger of spill_after_chars (2 000) and the server's inline_result_chars (5 000).
+    let extra = format!(
+        "{}inline_result_chars = 5000\n[tools.file_storage]\nenabled = true\nroot_dir = \"files\"\n\
+         [tools.tool_output_spill]\nspill_after_chars = 2000\n",
+        mcp_config()
+    );
+    let home = Home::new(&llm.base_url(), &extra);
+    let output = minibot_e2e::run(home.minibot(&["console", "--once", "long echo"])).await;
+    assert!(output.status.success(), "stderr: {}", stderr(&output));
+    let results = tool_results(&llm);
+    assert_eq!(results.len(), 2, "{results:?}");
+
+    let spilled = &results[0];
+    assert_eq!(spilled["output_storage"], "managed_file", "{spilled}");
+    assert_eq!(spilled["tool"], "mcp_everything__echo");
+    assert!(spilled["output_notice"].as_str().unwrap().contains("read_file"), "{spilled}");
+    let path = spilled["output_file_absolute_path"].as_str().unwrap();
+    assert!(path.starts_with(&home.path().join("files").canonicalize().unwrap().display().to_string()), "{path}");
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert_eq!(saved["server"], "everything");
+    assert!(saved["result"].as_str().unwrap().contains(&long), "the file holds the whole result, not a cut one");
+
+    // Between spill_after_chars and inline_result_chars: under the threshold, so it arrives whole.
+    let whole = &results[1];
+    assert!(whole.get("output_storage").is_none(), "{whole}");
+    assert!(whole["result"].as_str().unwrap().contains(&"m".repeat(3_000)), "{whole}");
+}
+
+#[tokio::test]
+async fn without_spill_a_long_mcp_result_is_cut_to_inline_result_chars() {
+    let llm = ScriptedLlm::start(vec![Script::new(
+        "long echo",
+        vec![Reply::tool("mcp_everything__echo", json!({ "message": "z".repeat(9_000) })), Reply::text("Done.")],
+    )])
+    .await;
+    // No file storage: nothing to spill to.
+    let extra = format!("{}inline_result_chars = 500\n", mcp_config());
+    let home = Home::new(&llm.base_url(), &extra);
+    let output = minibot_e2e::run(home.minibot(&["console", "--once", "long echo"])).await;
+    assert!(output.status.success(), "stderr: {}", stderr(&output));
+    let results = tool_results(&llm);
+    let cut = &results[0];
+    assert_eq!(cut["output_truncated"], true, "{cut}");
+    assert_eq!(cut["ok"], true, "{cut}");
+    assert!(cut["output_preview"].as_str().unwrap().chars().count() <= 500, "{cut}");
+    assert!(cut.to_string().len() < 2_000, "nothing past the limit reaches the model: {cut}");
+}
+
+#[tokio::test]
+async fn a_specialists_long_mcp_result_is_spilled_too() {
+    let long = format!("{}END", "s".repeat(9_000));
+    let llm = ScriptedLlm::start(vec![
+        Script::new(
+            "ask the echo agent",
+            vec![
+                Reply::tool("spawn_task", json!({ "prompt": "echo a lot", "agent_name": "echoer" })),
+                Reply::text("Asked."),
+            ],
+        ),
+        Script::new(
+            "echo a lot",
+            vec![Reply::tool("mcp_everything__echo", json!({ "message": long })), Reply::text("Echoed.")],
+        ),
+    ])
+    .await;
+    let extra = format!(
+        "{}inline_result_chars = 5000\n[tools.file_storage]\nenabled = true\nroot_dir = \"files\"\n\
+         [tasks]\nlocal_workers = 1\n",
+        mcp_config()
+    );
+    let home = Home::new(&llm.base_url(), &extra);
+    std::fs::create_dir_all(home.path().join("agents")).unwrap();
+    std::fs::write(
+        home.path().join("agents/echoer.md"),
+        "---\nname: echoer\ndescription: Echoes things\ntools_allow:\n  - read_file\nmcp_servers:\n  - everything\n---\nYou echo what you are asked to.\n",
+    )
+    .unwrap();
+    let output = minibot_e2e::run(home.minibot(&["console", "--once", "ask the echo agent"])).await;
+    assert!(output.status.success(), "stderr: {}", stderr(&output));
+    let requests = llm.requests();
+    let result = requests
+        .iter()
+        .filter_map(|r| r["messages"].as_array())
+        .flat_map(|m| m.iter())
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| serde_json::from_str::<Value>(m["content"].as_str().unwrap_or_default()).ok())
+        .find(|r| r["server"] == "everything" || r["tool"] == "mcp_everything__echo")
+        .unwrap_or_else(|| panic!("no MCP result in {requests:#?}"));
+    assert_eq!(result["output_storage"], "managed_file", "{result}");
+    assert!(result["output_notice"].as_str().unwrap().contains("read_file"), "{result}");
+    let saved = std::fs::read_to_string(result["output_file_absolute_path"].as_str().unwrap()).unwrap();
+    assert!(saved.contains(&long), "the file holds the whole result");
+}

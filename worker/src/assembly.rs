@@ -52,11 +52,29 @@ pub async fn assemble(config: &Arc<Config>, task: &TaskEnvelope) -> Result<Assem
     // Only a specialist that lists servers in `mcp_servers` gets MCP tools, from connections of its own.
     let mcp = match agent.as_ref().filter(|a| !a.mcp_servers.is_empty() && config.tools.mcp.enabled) {
         Some(agent) => {
-            let hub = minibot_mcp::McpHub::start_subset(&config.tools.mcp, &agent.mcp_servers).await;
+            let hub = minibot_mcp::McpHub::start_subset(config, &agent.mcp_servers).await.map_err(|e| e.to_string())?;
             let deny = minibot_agent::Patterns::new(&agent.tools_deny).map_err(|e| e.to_string())?;
+            let mut remote = ToolRegistry::new();
             for tool in hub.tools() {
                 if !deny.matches(tool.name()) {
-                    tools.register(tool);
+                    remote.register(tool);
+                }
+            }
+            // MCP bindings return results whole: the spill wrapper spills a long one to a managed file, or cuts
+            // it to the server's `inline_result_chars` when spill is off. The read-back tools come along only so
+            // the spill notice can name them.
+            for name in ["code_read", "grep", "read_file", "bash"] {
+                if let Some(tool) = tools.get(name) {
+                    remote.register(Arc::clone(tool));
+                }
+            }
+            let root = services.files.as_ref().map(|files| files.path());
+            let remote = minibot_agent::wrap_with_spill(&remote, &config.tools.tool_output_spill, root);
+            for name in remote.names() {
+                if tools.get(&name).is_none()
+                    && let Some(tool) = remote.get(&name)
+                {
+                    tools.register(Arc::clone(tool));
                 }
             }
             Some(hub)
@@ -65,6 +83,18 @@ pub async fn assemble(config: &Arc<Config>, task: &TaskEnvelope) -> Result<Assem
     };
     let tools =
         tools.filtered(&ToolPolicy::Deny(minibot_agent::Patterns::new(RESERVED_TOOLS).map_err(|e| e.to_string())?));
+    // `[tools.safety_classifier]` checks a specialist's calls as it checks the main agent's; its questions go to
+    // the task's chat through the worker's approver.
+    let tools = match minibot_agent::SafetyClassifier::from_config(config).map_err(|e| e.to_string())? {
+        Some(classifier) => classifier.wrap(&tools),
+        None => tools,
+    };
+    // get_settings reports these, not what the config enables.
+    let names = tools.names();
+    let servers = mcp.as_ref().map_or_else(Vec::new, |hub| {
+        hub.status().into_iter().filter(|s| s.tools.iter().any(|t| names.contains(t))).map(|s| s.name).collect()
+    });
+    services.running.set_tools(names, servers);
 
     let mut prompt = match &agent {
         Some(agent) => PromptBuilder::new(agent.system_prompt.clone()),
@@ -109,10 +139,13 @@ fn find_agent(config: &Config, name: &str) -> Result<AgentDefinition, AssemblyEr
     let dir = config.resolve_path(&config.orchestration.directory);
     let agents = load_agents(&dir).map_err(|e| e.to_string())?;
     let names: Vec<String> = agents.iter().map(|a| a.name.clone()).collect();
-    agents
+    let agent = agents
         .into_iter()
         .find(|a| a.name == name)
-        .ok_or_else(|| format!("no specialist named `{name}` in {}; available: {}", dir.display(), names.join(", ")))
+        .ok_or_else(|| format!("no specialist named `{name}` in {}; available: {}", dir.display(), names.join(", ")))?;
+    // The file may have changed since the orchestrator checked it at start-up.
+    minibot_config::check_agents(config, std::slice::from_ref(&agent)).map_err(|e| e.to_string())?;
+    Ok(agent)
 }
 
 /// MiniBot's specialist policy: `tools_allow` grants only the matching tools, `tools_deny` grants everything

@@ -2,9 +2,11 @@
 //! loop under the task's limits with progress and control messages alongside, and reports the result. A worker
 //! holds no state that matters: kill one and its task goes to another worker as a new attempt.
 
+mod approvals;
 pub mod assembly;
 mod runner;
 
+pub use approvals::QueueApprovals;
 pub use runner::Worker;
 
 use minibot_config::Config;

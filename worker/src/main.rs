@@ -1,7 +1,7 @@
 //! `minibot-worker`: consumes tasks from the configured queue and runs them. Start any number of them.
 
 use clap::Parser;
-use minibot_config::Config;
+use minibot_config::{Config, Unlock};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -15,18 +15,33 @@ struct Cli {
     /// Also log to stderr.
     #[arg(long, short)]
     verbose: bool,
+    /// Read the unlocked vault's secrets from stdin instead of opening the vault (how an orchestrator hands
+    /// them to a worker it starts; see docs/secrets.md).
+    #[arg(long, hide = true)]
+    secrets_from_stdin: bool,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let config = match Config::load(cli.config.as_deref()) {
+    let loaded = if cli.secrets_from_stdin {
+        match minibot_vault::receive(std::io::stdin().lock()) {
+            Ok(secrets) => Config::load_with(cli.config.as_deref(), Unlock::Given(secrets)),
+            Err(error) => {
+                eprintln!("minibot-worker: cannot read the secrets on stdin: {error}");
+                return ExitCode::from(2);
+            }
+        }
+    } else {
+        Config::load(cli.config.as_deref())
+    };
+    let config = match loaded {
         Ok(config) => config,
         Err(error) => {
             eprintln!("minibot-worker: {error}");
             return ExitCode::from(2);
         }
     };
-    init_logging(cli.verbose);
+    init_logging(cli.verbose, minibot_vault::Redactor::new(&config.secrets));
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -43,7 +58,8 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_logging(verbose: bool) {
+/// Logs to stderr through the vault's redactor, so no known secret value reaches the output.
+fn init_logging(verbose: bool, redactor: minibot_vault::Redactor) {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -51,6 +67,6 @@ fn init_logging(verbose: bool) {
     let layer = tracing_subscriber::fmt::layer()
         .event_format(tracing_logfmt::EventsFormatter::default())
         .fmt_fields(tracing_logfmt::FieldsFormatter::default())
-        .with_writer(std::io::stderr);
+        .with_writer(move || redactor.writer(std::io::stderr()));
     tracing_subscriber::registry().with(filter).with(layer).try_init().ok();
 }

@@ -1,13 +1,21 @@
 //! Runs one claimed task: the agent loop under the task's limits, progress and control messages alongside,
-//! then the terminal event and the settlement of the claim.
+//! then the terminal event and the settlement of the claim. Tool calls that need the user's approval ask over
+//! the queue ([`QueueApprovals`]); their answers arrive with the control messages.
 
+use crate::approvals::QueueApprovals;
 use crate::assembly::{Assembled, assemble};
-use minibot_agent::{AgentError, AgentEvent, AgentRun, ChannelCapabilities, Steer, StopReason, ToolContext};
+use futures_util::future::BoxFuture;
+use minibot_agent::OutgoingFile;
+use minibot_agent::{
+    AgentError, AgentEvent, AgentRun, ApprovalGate, Approver, ChannelCapabilities, Steer, StopReason, ToolContext,
+};
 use minibot_config::Config;
-use minibot_protocol::{ControlKind, TaskOutcome, TaskUsage, WorkerEvent, WorkerEventKind};
+use minibot_llm::{ChatProvider, ChatRequest, ChatResponse};
+use minibot_protocol::{ControlKind, TaskAttachment, TaskOutcome, TaskUsage, WorkerEvent, WorkerEventKind};
+use minibot_queue::approvals::PendingApprovals;
 use minibot_queue::{ClaimedTask, QueueError, WorkQueue};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
@@ -86,6 +94,12 @@ impl Worker {
             Ok(provider) => provider,
             Err(error) => return Ok(finished(TaskOutcome::Failed, "provider_error", Some(error), tally.usage())),
         };
+        let provider = Counted { inner: provider.as_ref(), tally };
+        let pending = Arc::new(PendingApprovals::new(task));
+        let deadline = tokio::time::Instant::now() + assembled.limits.timeout;
+        let prompt = QueueApprovals::new(self.queue.clone(), task.clone(), &self.worker_id, pending.clone(), deadline);
+        let approval_timeout = Duration::from_secs(self.config.tools.approval.timeout_seconds.max(1));
+        let approver = Approver::new(Arc::new(prompt), approval_timeout);
         let (inbox_tx, mut inbox_rx) = mpsc::unbounded_channel();
         let (events_tx, events_rx) = mpsc::unbounded_channel::<AgentEvent>();
         let on_event = move |event: AgentEvent| {
@@ -98,8 +112,15 @@ impl Worker {
             prompt.push_str("\n\nContext:\n");
             prompt.push_str(context);
         }
+        // `[tools.approval]` holds in workers as in the main agent; the orchestrator rejects a bad pattern at start.
+        let approvals = match ApprovalGate::from_config(&self.config.tools.approval) {
+            Ok(gate) => gate,
+            Err(error) => {
+                return Ok(finished(TaskOutcome::Failed, "worker_error", Some(error.to_string()), tally.usage()));
+            }
+        };
         let run = AgentRun {
-            provider: provider.as_ref(),
+            provider: &provider,
             model: &assembled.model,
             tools: &assembled.tools,
             system_prompt: assembled.system_prompt.clone(),
@@ -115,19 +136,23 @@ impl Worker {
                 call_id: String::new(),
                 turn_id: String::new(),
                 task_depth: 0,
-                // A worker has no channel of its own: its tools can deliver nothing to the chat directly.
-                capabilities: ChannelCapabilities::default(),
-                // Set when the worker can route approval questions to the task's chat.
-                approver: None,
+                // A worker has no channel of its own, but files its answer declares (`pre_response` attachments)
+                // travel with the task result, and the orchestrator delivers them to the task's chat.
+                capabilities: ChannelCapabilities { files: true, ..ChannelCapabilities::default() },
+                // Questions go to the chat that started the task, through the orchestrator.
+                approver: Some(approver),
+                // Filled in by the agent loop from the task's tools.
+                agent_tools: None,
             },
+            approvals: Some(&approvals),
             inbox: Some(&mut inbox_rx),
             on_event: &on_event,
         };
-        let progress = self.report_progress(task, events_rx);
+        let progress = self.report_progress(task, events_rx, tally);
         tokio::pin!(progress);
         let result = tokio::select! {
             result = run.run() => result,
-            interrupt = self.watch_controls(task, inbox_tx) => return Err(interrupt),
+            interrupt = self.watch_controls(task, inbox_tx, &pending) => return Err(interrupt),
             // The reporter ends only when `on_event` is dropped, below, so it is never polled after it ended.
             Err(interrupt) = &mut progress => return Err(interrupt),
         };
@@ -137,6 +162,10 @@ impl Worker {
         progress.await?;
         Ok(match result {
             Ok(outcome) => {
+                let attachments = match outcome.stop_reason {
+                    StopReason::Completed => outcome.attachments.iter().map(task_attachment).collect(),
+                    _ => Vec::new(),
+                };
                 let (status, text, error) = match outcome.stop_reason {
                     StopReason::Completed => (TaskOutcome::Done, Some(outcome.answer), None),
                     StopReason::Timeout => (TaskOutcome::TimedOut, None, Some(outcome.answer)),
@@ -150,6 +179,7 @@ impl Worker {
                     steps: outcome.steps,
                     tool_calls: outcome.tool_calls,
                     total_tokens: outcome.usage.total_tokens,
+                    attachments,
                 }
             }
             Err(AgentError::Provider(error)) => {
@@ -161,17 +191,27 @@ impl Worker {
         })
     }
 
-    /// Polls control messages; returns only when the task must stop.
-    async fn watch_controls(&self, task: &ClaimedTask, inbox: mpsc::UnboundedSender<Steer>) -> Interrupt {
+    /// Polls control messages, handing approval answers to `pending`; returns only when the task must stop.
+    async fn watch_controls(
+        &self,
+        task: &ClaimedTask,
+        inbox: mpsc::UnboundedSender<Steer>,
+        pending: &PendingApprovals,
+    ) -> Interrupt {
         loop {
             match self.queue.controls(task).await {
                 Ok(messages) => {
-                    for message in messages {
+                    for message in messages.into_iter().filter_map(|message| pending.route(message)) {
                         match message.kind {
                             ControlKind::Cancel => return Interrupt::Cancelled,
                             ControlKind::Steer { text } => {
                                 // The worker stores no transcript, so it never asks which steers were read.
                                 let _ = inbox.send(Steer { id: String::new(), text: format!("{STEER_PREFIX}{text}") });
+                            }
+                            // `route` took the answers; a late one for another attempt is simply dropped.
+                            ControlKind::ApprovalResult { .. } => {}
+                            ControlKind::Unknown => {
+                                tracing::debug!(task_id = %task.envelope.task_id, "control message of an unknown kind; ignored");
                             }
                         }
                     }
@@ -183,12 +223,13 @@ impl Worker {
         }
     }
 
-    /// Turns agent events into progress events (rate-limited); they also renew the lease. Returns once the run's
-    /// events are all handled and their channel is closed.
+    /// Turns agent events into progress events (rate-limited) with the tokens used so far; they also renew the
+    /// lease. Returns once the run's events are all handled and their channel is closed.
     async fn report_progress(
         &self,
         task: &ClaimedTask,
         mut events: mpsc::UnboundedReceiver<AgentEvent>,
+        tally: &Tally,
     ) -> Result<(), Interrupt> {
         let mut step = 0;
         let mut tool_names: Vec<String> = Vec::new();
@@ -200,12 +241,13 @@ impl Worker {
                     tool_names.clear();
                 }
                 AgentEvent::ToolStarted { name, .. } => tool_names.push(name),
-                AgentEvent::ToolFinished { .. } => continue,
+                AgentEvent::ToolFinished { .. } | AgentEvent::SendFile(_) => continue,
             }
             if last_sent.is_some_and(|at| at.elapsed() < PROGRESS_INTERVAL) {
                 continue;
             }
-            let progress = WorkerEventKind::Progress { step, tool_names: tool_names.clone(), total_tokens: 0 };
+            let total_tokens = tally.tokens.load(Ordering::Relaxed);
+            let progress = WorkerEventKind::Progress { step, tool_names: tool_names.clone(), total_tokens };
             match self.queue.emit(task, &self.event(task, progress)).await {
                 Ok(()) => last_sent = Some(Instant::now()),
                 Err(QueueError::LeaseLost { .. }) => return Err(Interrupt::LeaseLost),
@@ -226,17 +268,41 @@ fn finished(outcome: TaskOutcome, stop_reason: &str, error: Option<String>, usag
         steps: usage.steps,
         tool_calls: usage.tool_calls,
         total_tokens: usage.total_tokens,
+        attachments: Vec::new(),
     }
 }
 
-/// Steps and tool calls a run has started, counted from its events, for the runs that end without an
-/// [`minibot_agent::AgentOutcome`] (cancelled, provider error, fatal tool error), whose own counts are lost.
-/// Tokens are not in the events, so such a run reports none; calls the agent refused before running them
-/// (unknown tool, unreadable arguments) are not counted either.
+/// A file of the answer as the orchestrator resolves it: relative to the managed root where it is inside it.
+fn task_attachment(file: &OutgoingFile) -> TaskAttachment {
+    let path = file.relative.clone().unwrap_or_else(|| file.path.display().to_string());
+    TaskAttachment { path, caption: file.caption.clone() }
+}
+
+/// What a run has used so far: steps and tool calls counted from its events, tokens from every model response
+/// ([`Counted`]). Progress shows it, and the runs that end without an [`minibot_agent::AgentOutcome`]
+/// (cancelled, provider error, fatal tool error), whose own counts are lost, report it. Calls the agent refused
+/// before running them (unknown tool, unreadable arguments) are not counted.
 #[derive(Default)]
 struct Tally {
     steps: AtomicU32,
     tool_calls: AtomicU32,
+    tokens: AtomicU64,
+}
+
+/// The run's model, counting the tokens of every response into the tally as it arrives.
+struct Counted<'a> {
+    inner: &'a dyn ChatProvider,
+    tally: &'a Tally,
+}
+
+impl ChatProvider for Counted<'_> {
+    fn complete<'b>(&'b self, request: &'b ChatRequest) -> BoxFuture<'b, minibot_llm::Result<ChatResponse>> {
+        Box::pin(async move {
+            let response = self.inner.complete(request).await?;
+            self.tally.tokens.fetch_add(response.usage.total_tokens, Ordering::Relaxed);
+            Ok(response)
+        })
+    }
 }
 
 impl Tally {
@@ -248,7 +314,7 @@ impl Tally {
             AgentEvent::ToolStarted { .. } => {
                 self.tool_calls.fetch_add(1, Ordering::Relaxed);
             }
-            AgentEvent::ToolFinished { .. } => {}
+            AgentEvent::ToolFinished { .. } | AgentEvent::SendFile(_) => {}
         }
     }
 
@@ -256,7 +322,7 @@ impl Tally {
         TaskUsage {
             steps: self.steps.load(Ordering::Relaxed),
             tool_calls: self.tool_calls.load(Ordering::Relaxed),
-            total_tokens: 0,
+            total_tokens: self.tokens.load(Ordering::Relaxed),
         }
     }
 }

@@ -2,6 +2,7 @@
 
 use actix::Message;
 use minibot_agent::ReplyKind;
+pub use minibot_agent::{ApprovalDecision, ApprovalRequest};
 use serde::{Deserialize, Serialize};
 
 /// A user message from a channel (or a replayed one).
@@ -96,6 +97,57 @@ impl Outbound {
     }
 }
 
+/// A file for a chat: sent by `send_file` during a turn, declared by `pre_response` for the answer, or
+/// attached to a background task's result. Goes to channels whose [`super::ChannelHandle::files`] is set.
+#[derive(Debug, Clone, PartialEq, Eq, Message)]
+#[rtype(result = "()")]
+pub struct OutboundFile {
+    pub channel: String,
+    pub chat_id: i64,
+    /// Where the file is on this machine.
+    pub path: std::path::PathBuf,
+    pub caption: Option<String>,
+    /// The background task whose result carries it.
+    pub task_id: Option<String>,
+}
+
+impl OutboundFile {
+    pub fn new(channel: &str, chat_id: i64, file: minibot_agent::OutgoingFile) -> Self {
+        Self { channel: channel.to_string(), chat_id, path: file.path, caption: file.caption, task_id: None }
+    }
+
+    /// `report.csv (1.2 KB) /abs/path/report.csv`, then the caption on its own line: what a text channel shows.
+    pub fn describe(&self) -> String {
+        let name =
+            self.path.file_name().map_or_else(|| self.path.display().to_string(), |n| n.to_string_lossy().into());
+        let size = match std::fs::metadata(&self.path) {
+            Ok(meta) => human_size(meta.len()),
+            Err(error) => format!("unreadable: {error}"),
+        };
+        let mut text = format!("{name} ({size}) {}", self.path.display());
+        if let Some(caption) = self.caption.as_deref().filter(|c| !c.trim().is_empty()) {
+            text.push('\n');
+            text.push_str(caption);
+        }
+        text
+    }
+}
+
+/// `512 B`, `1.2 KB`, `3.4 MB`, `1.0 GB` (powers of 1000, as file managers show them).
+pub fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KB", "MB", "GB", "TB"];
+    if bytes < 1000 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1000.0;
+    let mut unit = 0;
+    while value >= 999.95 && unit + 1 < UNITS.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
 /// Live progress of a turn, for channels that show it.
 #[derive(Debug, Clone, Message)]
 #[rtype(result = "()")]
@@ -116,3 +168,12 @@ pub struct StopTurn {
 pub const STOPPED_REPLY: &str = "Stopped.";
 pub const NOTHING_RUNNING_REPLY: &str = "Nothing is running.";
 pub const STOPPED_HISTORY_NOTE: &str = "[Stopped by the user before finishing.]";
+
+/// Ask the user of one chat to approve a tool call; answers with the decision.
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "ApprovalDecision")]
+pub struct AskApproval {
+    pub channel: String,
+    pub chat_id: i64,
+    pub request: ApprovalRequest,
+}

@@ -6,9 +6,9 @@ mod channel;
 mod chat;
 mod routing;
 
-pub use channel::{ApprovalDecision, ApprovalRequest, AskApproval, ChannelCapabilities, ChannelHandle, Intake, RegisterChannel, TextFormat};
+pub use channel::{ChannelCapabilities, ChannelHandle, Intake, RegisterChannel, TextFormat};
 pub use chat::{
-    Inbound, NOTHING_RUNNING_REPLY, Outbound, OutboundRole, Progress, STOPPED_HISTORY_NOTE, STOPPED_REPLY, StopTurn,
-    TaskSource, session_id,
+    ApprovalDecision, ApprovalRequest, AskApproval, Inbound, NOTHING_RUNNING_REPLY, Outbound, OutboundFile,
+    OutboundRole, Progress, STOPPED_HISTORY_NOTE, STOPPED_REPLY, StopTurn, TaskSource, session_id,
 };
 pub use routing::{Deliver, ReplayPending, TaskRoutes};

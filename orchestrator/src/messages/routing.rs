@@ -1,7 +1,6 @@
 //! Messages from the background side (task coordinator, start-up) to the router.
 
-use super::channel::AskApproval;
-use super::chat::{Inbound, Outbound};
+use super::chat::{AskApproval, Inbound, Outbound, OutboundFile};
 use actix::{Message, Recipient};
 
 /// Sends a message to a chat's channel (task results and progress), outside any turn.
@@ -19,6 +18,8 @@ pub struct ReplayPending;
 #[derive(Clone)]
 pub struct TaskRoutes {
     pub deliver: Recipient<Deliver>,
+    /// Files a task result carries, sent before its text.
+    pub files: Recipient<OutboundFile>,
     pub turn: Recipient<Inbound>,
     /// Approval questions of a worker's specialist, to the chat that started the task.
     pub approval: Recipient<AskApproval>,

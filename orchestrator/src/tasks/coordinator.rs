@@ -2,12 +2,16 @@
 //! or stale event changes nothing, the first terminal event wins), and routes what the chat should see:
 //! rate-limited progress notes, `spawn_task` results straight to the chat, `delegate` results as a new turn
 //! of the main agent. An event is acknowledged only after it was applied, so a crash in between replays it.
+//! A worker's approval question is handed to [`approvals::relay`], which waits for the user in the background.
 
+use super::approvals::{self, WorkerQuestion};
 use super::hub::TaskHub;
 use super::texts;
-use crate::messages::{Deliver, Inbound, Outbound, OutboundRole, TaskRoutes, TaskSource, session_id};
+use crate::messages::{
+    ApprovalRequest, Deliver, Inbound, Outbound, OutboundFile, OutboundRole, TaskRoutes, TaskSource, session_id,
+};
 use actix::prelude::*;
-use minibot_protocol::{Delivery, TaskStatus, TaskUsage, WorkerEventKind};
+use minibot_protocol::{Delivery, TaskAttachment, TaskStatus, TaskUsage, WorkerEventKind};
 use minibot_queue::{EventDelivery, QueueError};
 use minibot_store::{Applied, Ending, Role, TaskRecord};
 use serde_json::json;
@@ -96,7 +100,9 @@ impl Actor for TaskCoordinator {
 enum Route {
     Nothing,
     Progress(TaskRecord),
-    Finished(TaskRecord),
+    /// The record and the files its answer carries.
+    Finished(TaskRecord, Vec<TaskAttachment>),
+    Approval(WorkerQuestion),
 }
 
 impl Handler<Apply> for TaskCoordinator {
@@ -113,7 +119,16 @@ impl Handler<Apply> for TaskCoordinator {
                                            "total_tokens": total_tokens, "attempt": event.attempt });
                     hub.store.progress(&event.task_id, event.attempt, &progress).await
                 }
-                WorkerEventKind::Finished { outcome, stop_reason, text, error, steps, tool_calls, total_tokens } => {
+                WorkerEventKind::Finished {
+                    outcome,
+                    stop_reason,
+                    text,
+                    error,
+                    steps,
+                    tool_calls,
+                    total_tokens,
+                    ..
+                } => {
                     let ending = Ending {
                         status: TaskStatus::from(*outcome),
                         stop_reason,
@@ -123,9 +138,31 @@ impl Handler<Apply> for TaskCoordinator {
                     };
                     hub.store.finish(&event.task_id, event.attempt, &ending).await
                 }
+                WorkerEventKind::ApprovalRequest { approval_id, tool, detail, reason } => {
+                    // Changes no record: asked in the background, acknowledged now (a question lost in a crash
+                    // goes unanswered, and the worker denies).
+                    let request = ApprovalRequest {
+                        approval_id: approval_id.clone(),
+                        tool: tool.clone(),
+                        detail: detail.clone(),
+                        reason: reason.clone(),
+                    };
+                    let question = WorkerQuestion { task_id: event.task_id.clone(), attempt: event.attempt, request };
+                    return (Route::Approval(question), Some(delivery));
+                }
+                WorkerEventKind::Unknown => {
+                    tracing::debug!(task_id = %event.task_id, "worker event of an unknown kind; skipped");
+                    return (Route::Nothing, Some(delivery));
+                }
             };
             let route = match applied {
-                Ok(Applied::Finished(record)) => Route::Finished(record),
+                Ok(Applied::Finished(record)) => {
+                    let attachments = match &event.kind {
+                        WorkerEventKind::Finished { attachments, .. } => attachments.clone(),
+                        _ => Vec::new(),
+                    };
+                    Route::Finished(record, attachments)
+                }
                 Ok(Applied::Updated(record)) if matches!(event.kind, WorkerEventKind::Progress { .. }) => {
                     Route::Progress(record)
                 }
@@ -138,20 +175,28 @@ impl Handler<Apply> for TaskCoordinator {
             };
             (route, Some(delivery))
         };
-        Box::pin(apply.into_actor(self).then(|(route, delivery), act, _ctx| {
+        Box::pin(apply.into_actor(self).then(|(route, delivery), act, ctx| {
             let (hub, routes) = (act.hub.clone(), act.routes.clone());
             let progress_due = match &route {
                 Route::Progress(record) => act.progress_due(&record.id),
-                Route::Finished(record) => {
+                Route::Finished(record, _) => {
                     act.last_progress.remove(&record.id);
                     false
                 }
-                Route::Nothing => false,
+                Route::Nothing | Route::Approval(_) => false,
+            };
+            let route = match route {
+                Route::Approval(question) => {
+                    let (hub, routes) = (hub.clone(), routes.clone());
+                    ctx.spawn(async move { approvals::relay(&hub, &routes, question).await }.into_actor(act));
+                    Route::Nothing
+                }
+                other => other,
             };
             async move {
                 match route {
                     Route::Progress(record) if progress_due => deliver_progress(&routes, &record),
-                    Route::Finished(record) => deliver_result(&hub, &routes, &record).await,
+                    Route::Finished(record, attachments) => deliver_result(&hub, &routes, &record, &attachments).await,
                     _ => {}
                 }
                 if let Some(delivery) = delivery
@@ -172,7 +217,7 @@ fn deliver_progress(routes: &TaskRoutes, record: &TaskRecord) {
     routes.deliver.do_send(Deliver(note));
 }
 
-async fn deliver_result(hub: &TaskHub, routes: &TaskRoutes, record: &TaskRecord) {
+async fn deliver_result(hub: &TaskHub, routes: &TaskRoutes, record: &TaskRecord, attachments: &[TaskAttachment]) {
     tracing::info!(task_id = %record.id, status = %record.status, attempts = record.attempts, "task ended");
     if record.status == TaskStatus::Cancelled {
         return;
@@ -182,7 +227,9 @@ async fn deliver_result(hub: &TaskHub, routes: &TaskRoutes, record: &TaskRecord)
         return;
     };
     if record.delivery == Delivery::Delegate {
-        let mut inbound = Inbound::new(&record.channel, chat_id, record.user_id, texts::delegated_turn(record));
+        let mut text = texts::delegated_turn(record);
+        text.push_str(&attachment_list(attachments));
+        let mut inbound = Inbound::new(&record.channel, chat_id, record.user_id, text);
         inbound.source = Some(TaskSource { task_id: record.id.clone(), depth: record.continuation_depth + 1 });
         routes.turn.do_send(inbound);
         return;
@@ -192,8 +239,81 @@ async fn deliver_result(hub: &TaskHub, routes: &TaskRoutes, record: &TaskRecord)
     if let Err(error) = hub.memory.finish_turn(&session, &[(Role::User, note.as_str())], &[]).await {
         tracing::warn!(error = %error, "cannot note the task in the chat history");
     }
-    let mut message = Outbound::text(&record.channel, chat_id, texts::spawn_result(record), OutboundRole::TaskResult);
+    let mut text = texts::spawn_result(record);
+    if record.status == TaskStatus::Done && !attachments.is_empty() {
+        // The files go first: the text is what tells a waiting `--once` run that the task is answered.
+        let failed = send_attachments(&hub.config, routes, record, chat_id, attachments);
+        if !failed.is_empty() {
+            text.push_str("\n\nAttachments that could not be sent:");
+            for line in failed {
+                text.push_str(&format!("\n- {line}"));
+            }
+        }
+    }
+    let mut message = Outbound::text(&record.channel, chat_id, text, OutboundRole::TaskResult);
     message.task_id = Some(record.id.clone());
     message.is_error = record.status != TaskStatus::Done;
     routes.deliver.do_send(Deliver(message));
+}
+
+/// Most attachment paths listed in a delegated result, as MiniBot did.
+const MAX_LISTED_ATTACHMENTS: usize = 50;
+
+/// Sends a task's files to its chat, each resolved under this side's managed root (a worker elsewhere names
+/// them relative to it); returns a line for each file that could not be sent.
+fn send_attachments(
+    config: &minibot_config::Config,
+    routes: &TaskRoutes,
+    record: &TaskRecord,
+    chat_id: i64,
+    attachments: &[TaskAttachment],
+) -> Vec<String> {
+    let storage = &config.tools.file_storage;
+    let root = if storage.enabled {
+        minibot_tools::files::ManagedRoot::create(&config.resolve_path(&storage.root_dir), storage.allow_outside_root)
+            .map_err(|e| format!("the managed folder {} is unavailable: {e}", storage.root_dir))
+    } else {
+        Err("[tools.file_storage] is off here".to_string())
+    };
+    let mut failed = Vec::new();
+    for attachment in attachments {
+        let resolved = root.as_ref().map_err(Clone::clone).and_then(|root| {
+            let path = root.resolve_required(&attachment.path).map_err(|e| e.to_string())?;
+            if path.absolute.is_file() { Ok(path.absolute) } else { Err("no such file".to_string()) }
+        });
+        match resolved {
+            Ok(path) => routes.files.do_send(OutboundFile {
+                channel: record.channel.clone(),
+                chat_id,
+                path,
+                caption: attachment.caption.clone(),
+                task_id: Some(record.id.clone()),
+            }),
+            Err(reason) => {
+                tracing::warn!(task_id = %record.id, path = %attachment.path, reason = %reason, "task attachment not sent");
+                failed.push(format!("{}: {reason}", attachment.path));
+            }
+        }
+    }
+    failed
+}
+
+/// The files of a delegated result, for the main agent to send on (`send_file`) if the user should have them.
+fn attachment_list(attachments: &[TaskAttachment]) -> String {
+    if attachments.is_empty() {
+        return String::new();
+    }
+    let mut text = String::from(
+        "\nThe worker attached these managed files to its result; send them with send_file if the user should get them:",
+    );
+    for attachment in attachments.iter().take(MAX_LISTED_ATTACHMENTS) {
+        text.push_str(&format!("\n- {}", attachment.path));
+        if let Some(caption) = attachment.caption.as_deref().filter(|c| !c.is_empty()) {
+            text.push_str(&format!(" ({caption})"));
+        }
+    }
+    if attachments.len() > MAX_LISTED_ATTACHMENTS {
+        text.push_str(&format!("\n- … and {} more", attachments.len() - MAX_LISTED_ATTACHMENTS));
+    }
+    text
 }

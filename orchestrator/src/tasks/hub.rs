@@ -9,7 +9,7 @@ use minibot_protocol::{ControlKind, ControlMessage, ModelOverrides, PROTOCOL_VER
 use minibot_queue::TaskQueue;
 use minibot_queue::backend::{self, OrchestratorQueue};
 use minibot_queue::sqlite::SqliteQueue;
-use minibot_store::{Ending, Lookup, NewTask, Store, TaskRecord, TaskStore};
+use minibot_store::{Applied, Ending, Lookup, NewTask, Store, TaskRecord, TaskStore};
 use minibot_tools::tasks::{Delivery, TaskRequest, TaskService, TaskStatus};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -320,12 +320,26 @@ impl TaskService for TaskHub {
                 Ok(record) => record,
                 Err(answer) => return Ok(answer),
             };
-            self.store
-                .finish(&record.id, record.attempts, &Ending::new(TaskStatus::Cancelled, "cancelled"))
-                .await
-                .map_err(store_error)?;
+            // The queue first: until the cancel reaches it (or the worker), the task keeps running, and the
+            // record must not say otherwise.
             if let Err(error) = self.queue.control(&ControlMessage::new(&record.id, ControlKind::Cancel)).await {
                 tracing::warn!(task_id = %record.id, error = %error, "cannot tell the worker to cancel");
+                return Err(ToolError::respond(
+                    "task:cancel_failed",
+                    format!("the cancel could not be sent to the task queue ({error}); the task keeps running"),
+                ));
+            }
+            let ending = Ending::new(TaskStatus::Cancelled, "cancelled");
+            if let Applied::Ignored =
+                self.store.finish(&record.id, record.attempts, &ending).await.map_err(store_error)?
+            {
+                // It ended on its own while the cancel was on its way (or its worker already reported the cancel).
+                let status = self.store.get(&record.id).await.map_err(store_error)?.map(|r| r.status);
+                if status != Some(TaskStatus::Cancelled) {
+                    let status = status.map_or_else(|| "gone".to_string(), |s| s.to_string());
+                    return Ok(json!({ "task_id": record.id, "cancelled": false,
+                                      "reason": format!("task already {status}") }));
+                }
             }
             Ok(json!({ "task_id": record.id, "cancelled": true }))
         })

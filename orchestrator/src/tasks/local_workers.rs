@@ -5,6 +5,10 @@
 //! A long-running orchestrator starts them at once, so the first task does not wait for a process to start. A
 //! one-shot run (`console --once`) starts them with its first task (or at once when tasks of an earlier run are
 //! still unfinished), so a question that needs no task forks no process.
+//!
+//! With the vault on, a worker gets the secrets this process unlocked through its stdin pipe
+//! (`--secrets-from-stdin`), so it needs no password and nothing secret passes through its environment or a
+//! file.
 
 use super::hub::TaskHub;
 use actix::prelude::*;
@@ -35,7 +39,10 @@ pub struct LocalWorkers {
 }
 
 impl LocalWorkers {
+    /// Starts at most `count` workers, fewer when `[tasks] max_concurrent_workers` is lower: each worker runs
+    /// one task at a time, so that caps how many tasks run at once.
     pub fn new(hub: Arc<TaskHub>, command: WorkerCommand, count: u32, start: WorkerStart) -> Self {
+        let count = count.min(hub.config.tasks.max_concurrent_workers);
         Self { hub, command, count, start }
     }
 }
@@ -65,11 +72,16 @@ async fn supervise(hub: Arc<TaskHub>, command: WorkerCommand, slot: u32) {
     loop {
         generation += 1;
         let worker_id = format!("local-{}-{slot}-{generation}", std::process::id());
-        let child = tokio::process::Command::new(&command.program)
-            .args(&command.args)
+        let hand_over = hub.config.vault.enabled;
+        let mut spawn = tokio::process::Command::new(&command.program);
+        spawn.args(&command.args);
+        if hand_over {
+            spawn.arg("--secrets-from-stdin");
+        }
+        let child = spawn
             .env("MINIBOT_WORKER_ID", &worker_id)
             .env("MINIBOT_PARENT_PID", std::process::id().to_string())
-            .stdin(Stdio::null())
+            .stdin(if hand_over { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .kill_on_drop(true)
@@ -82,6 +94,14 @@ async fn supervise(hub: Arc<TaskHub>, command: WorkerCommand, slot: u32) {
                 continue;
             }
         };
+        if let Some(mut stdin) = child.stdin.take() {
+            use tokio::io::AsyncWriteExt;
+            let secrets = minibot_vault::hand_over(&hub.config.secrets);
+            // Closing the pipe tells the worker it has everything; a worker that died first shows up below.
+            if let Err(error) = stdin.write_all(secrets.as_bytes()).await {
+                tracing::warn!(worker_id = %worker_id, error = %error, "cannot hand the secrets to a local worker");
+            }
+        }
         tracing::info!(worker_id = %worker_id, pid = child.id(), "local worker started");
         let status = child.wait().await;
         tracing::warn!(worker_id = %worker_id, status = ?status, "local worker exited; restarting it");

@@ -1,7 +1,9 @@
 //! Background tasks on the orchestrator side: [`hub::TaskHub`] serves the delegation tools (records, queue,
 //! limits), [`coordinator::TaskCoordinator`] applies worker events and routes results and progress to chats,
-//! [`local_workers::LocalWorkers`] starts and supervises worker processes for the SQLite backend.
+//! [`local_workers::LocalWorkers`] starts and supervises worker processes for the SQLite backend, and
+//! [`approvals`] asks the task's chat when a worker's tool call needs the user's approval.
 
+pub mod approvals;
 pub mod coordinator;
 pub mod hub;
 pub mod local_workers;

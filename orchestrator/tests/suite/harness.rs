@@ -26,6 +26,7 @@ pub async fn register(
         outbound: channel.clone().recipient(),
         progress: channel.recipient(),
         capabilities: ChannelCapabilities::default(),
+        files: None,
         approvals: None,
     };
     router.send(RegisterChannel { name: name.into(), handle }).await.unwrap();

@@ -1,3 +1,4 @@
 mod harness;
 mod layout;
 mod turns;
+mod worker_tasks;

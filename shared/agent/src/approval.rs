@@ -2,7 +2,9 @@
 //! which calls need the user's yes; an [`ApprovalPrompt`] (a channel, a worker's event path, or a fixed
 //! answer) asks and returns the decision. Channels plug in through the trait, so the loop knows no channel.
 
+use crate::approval_detail::{approval_detail, display_tool_name};
 use futures_util::future::BoxFuture;
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,7 +13,8 @@ use std::time::Duration;
 pub struct ApprovalRequest {
     /// Unique per question (uuid hex); answers name it.
     pub approval_id: String,
-    /// The tool as the user should read it (canonical name; for a lazy MCP `call_tool`, also the remote name).
+    /// The tool as the user should read it: its name, escaped and capped; for a lazy MCP `call_tool`,
+    /// `<remote name> (via <call_tool name>)` ([`ApprovalRequest::tool_names`] splits it again).
     pub tool: String,
     /// The arguments, redacted, pruned, escaped and capped (see the reference, 5.4).
     pub detail: String,
@@ -28,6 +31,30 @@ pub enum ApprovalDecision {
     /// Nobody could be asked or nobody answered: the channel cannot ask, the wait timed out, the path broke.
     /// The text says why, for the model and the log.
     Unavailable(String),
+}
+
+/// How a lazy MCP call is named in [`ApprovalRequest::tool`]: `<remote name> (via <call_tool name>)`.
+const VIA: &str = " (via ";
+
+impl ApprovalRequest {
+    /// A question about one call: a new id, the tool's name (for a lazy MCP call, `remote (via call_tool)`),
+    /// escaped and capped, and the arguments as [`approval_detail`] shows them.
+    pub fn for_call(tool: &str, lazy_remote: Option<&str>, args: &Value, reason: Option<String>) -> Self {
+        let tool = match lazy_remote {
+            Some(remote) => format!("{}{VIA}{})", display_tool_name(remote), display_tool_name(tool)),
+            None => display_tool_name(tool),
+        };
+        Self { approval_id: uuid::Uuid::new_v4().simple().to_string(), tool, detail: approval_detail(args), reason }
+    }
+
+    /// The names the call is known by, to match approval patterns (`--approve`) against: the tool's name, and
+    /// for a lazy MCP call also the remote tool's.
+    pub fn tool_names(&self) -> Vec<&str> {
+        if let Some((remote, canonical)) = self.tool.strip_suffix(')').and_then(|rest| rest.rsplit_once(VIA)) {
+            return vec![canonical, remote];
+        }
+        vec![self.tool.as_str()]
+    }
 }
 
 impl ApprovalDecision {
@@ -78,5 +105,22 @@ impl Approver {
 impl std::fmt::Debug for Approver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Approver").field("timeout", &self.timeout).finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_lazy_call_is_asked_under_both_names() {
+        let request = ApprovalRequest::for_call("mcp_gh__call_tool", Some("mcp_gh__delete_repo"), &json!({}), None);
+        assert_eq!(request.tool, "mcp_gh__delete_repo (via mcp_gh__call_tool)");
+        assert_eq!(request.tool_names(), ["mcp_gh__call_tool", "mcp_gh__delete_repo"]);
+        assert_eq!(request.approval_id.len(), 32);
+        let plain = ApprovalRequest::for_call("bash\n", None, &json!({"command": "ls"}), None);
+        assert_eq!(plain.tool_names(), ["bash\\n"]);
+        assert_eq!(plain.detail, "- command: ls");
     }
 }

@@ -6,18 +6,25 @@
 //! actor, the worker inside a task.
 
 pub mod approval;
+mod approval_detail;
+mod approval_gate;
 pub mod channel;
+pub mod directives;
 mod guards;
 mod outcome;
 pub mod policy;
 pub mod prompt;
 mod registry;
 mod run;
+pub mod safety;
 pub mod spill;
 mod tool;
 
 pub use approval::{APPROVAL_DENIED_CODE, ApprovalDecision, ApprovalPrompt, ApprovalRequest, Approver};
+pub use approval_detail::{approval_detail, display_tool_name, escape_capped};
+pub use approval_gate::{ApprovalGate, GateConfigError, ask_approval, denial_message, is_denial, lazy_remote_name};
 pub use channel::{ChannelCapabilities, TextFormat};
+pub use directives::OutgoingFile;
 pub use guards::{parse_arguments, sha256_hex};
 pub use outcome::{AgentError, AgentEvent, AgentOutcome, ReplyKind, Steer, StopReason};
 pub use policy::{Patterns, ToolPolicy};
@@ -27,5 +34,6 @@ pub use run::{
     AgentRun, EMPTY_ANSWER_REPLY, Limits, MAX_STEPS_REPLY, MAX_TOOL_CALLS_REPLY, ModelSettings,
     REPEATED_ITERATION_REPLY, TIMEOUT_REPLY, TRUNCATED_REPLY, error_result,
 };
+pub use safety::{SafetyClassifier, SafetyConfigError};
 pub use spill::{SpillTool, wrap_with_spill};
 pub use tool::{DynTool, Tool, ToolContext, ToolError, ToolResult, dyn_tool};

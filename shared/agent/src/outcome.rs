@@ -54,6 +54,8 @@ pub struct AgentOutcome {
     pub tools_used: Vec<String>,
     /// Messages that were steered into the run and read by it, in order.
     pub steered: Vec<Steer>,
+    /// Files to deliver with the answer (the last `pre_response` call's `attachments`).
+    pub attachments: Vec<crate::directives::OutgoingFile>,
     pub elapsed: Duration,
 }
 
@@ -77,7 +79,19 @@ pub enum AgentError {
 /// What a run reports while it works.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AgentEvent {
-    StepStarted { step: u32 },
-    ToolStarted { call_id: String, name: String },
-    ToolFinished { call_id: String, name: String, ok: bool, duration: Duration },
+    StepStarted {
+        step: u32,
+    },
+    ToolStarted {
+        call_id: String,
+        name: String,
+    },
+    ToolFinished {
+        call_id: String,
+        name: String,
+        ok: bool,
+        duration: Duration,
+    },
+    /// `send_file` asked for this file to reach the user now; the caller hands it to the chat's channel.
+    SendFile(crate::directives::OutgoingFile),
 }

@@ -1,6 +1,9 @@
 //! The agent loop: ask the model, run the tools it asks for, feed the results back, until it answers or a
 //! limit or guard stops it. Plain async code with no actor types, so the orchestrator and the worker share it.
 
+use crate::approval::APPROVAL_DENIED_CODE;
+use crate::approval_gate::{ApprovalGate, is_denial};
+use crate::directives::Directives;
 use crate::guards::{parse_arguments, sha256_hex, unwrap_legacy_answer};
 use crate::outcome::{AgentError, AgentEvent, AgentOutcome, ReplyKind, Steer, StopReason};
 use crate::registry::ToolRegistry;
@@ -51,6 +54,9 @@ pub struct AgentRun<'a> {
     pub user_message: String,
     pub limits: Limits,
     pub context: ToolContext,
+    /// Which calls need the user's approval (`[tools.approval]`); `None` asks for none. Asking goes through
+    /// `context.approver`.
+    pub approvals: Option<&'a ApprovalGate>,
     /// Messages for this run that arrive while it works (steering). Read before every provider call.
     pub inbox: Option<&'a mut UnboundedReceiver<Steer>>,
     pub on_event: &'a (dyn Fn(AgentEvent) + Send + Sync),
@@ -76,6 +82,9 @@ impl AgentRun<'_> {
         messages.append(&mut self.history);
         messages.push(Message::User(std::mem::take(&mut self.user_message)));
         let specs = self.tools.specs();
+        if self.context.agent_tools.is_none() {
+            self.context.agent_tools = Some(self.tools.names().into());
+        }
         loop {
             self.drain_inbox(&mut messages, state);
             if self.limits.max_steps.is_some_and(|max| state.steps >= max) {
@@ -121,11 +130,18 @@ impl AgentRun<'_> {
             let mut all_invalid = true;
             let mut fingerprint_parts: Vec<String> = Vec::new();
             let mut repeated_failure: Option<String> = None;
+            // After a call the user did not approve, the rest of the response is not run: the calls were
+            // planned together, and running them without the denied one could do what the user refused.
+            let mut denied: Option<String> = None;
             for call in &response.tool_calls {
                 if self.inbox_has_messages() {
                     let skipped = json!({ "ok": false, "skipped": true, "tool": call.name,
                         "reason": "A new message from the user arrived before this call ran; read it first." });
                     messages.push(tool_message(call, &skipped));
+                    continue;
+                }
+                if let Some(denied) = &denied {
+                    messages.push(tool_message(call, &skipped_after_denial(&call.name, denied)));
                     continue;
                 }
                 if self.limits.max_tool_calls.is_some_and(|max| state.tool_calls >= max) {
@@ -143,9 +159,15 @@ impl AgentRun<'_> {
                         repeated_failure = Some(call.name.clone());
                     }
                 }
+                let result = state.directives.apply(&call.name, result, self.on_event).await;
                 fingerprint_parts.push(format!("{}\u{1}{}\u{1}{}", call.name, call.arguments, result));
+                if is_denial(&result) {
+                    denied = Some(call.name.clone());
+                }
                 messages.push(tool_message(call, &result));
             }
+            // After every tool result of the step: a user message in between would break the tool-call sequence.
+            messages.append(&mut state.directives.take_inserts());
             if let Some(tool) = repeated_failure {
                 messages.push(Message::User(format!(
                     "The tool `{tool}` just failed again with the same arguments. Do not repeat that call: \
@@ -194,6 +216,12 @@ impl AgentRun<'_> {
             return Ok((error_result(&call.name, &call.arguments, "unknown_tool", &message), true));
         };
         let context = ToolContext { call_id: call.id.clone(), ..self.context.clone() };
+        if let Some(gate) = self.approvals
+            && let Err(denial) = gate.check(&call.name, &args, &context).await
+        {
+            let message = denial.to_string();
+            return Ok((error_result(&call.name, &call.arguments, APPROVAL_DENIED_CODE, &message), true));
+        }
         (self.on_event)(AgentEvent::ToolStarted { call_id: call.id.clone(), name: call.name.clone() });
         let started = Instant::now();
         let outcome = tool.call_json(args, &context).await;
@@ -240,6 +268,20 @@ fn tool_message(call: &ToolCall, result: &Value) -> Message {
     Message::Tool { call_id: call.id.clone(), name: call.name.clone(), content: result.to_string() }
 }
 
+/// The result of a call that was not run because an earlier call of the same response was not approved.
+fn skipped_after_denial(tool: &str, denied: &str) -> Value {
+    json!({
+        "ok": false,
+        "skipped": true,
+        "tool": tool,
+        "error_code": "tool_approval:skipped",
+        "reason": format!(
+            "Not run: the user did not approve an earlier call of this response ({denied}), so its remaining calls \
+             were skipped."
+        ),
+    })
+}
+
 /// The error result the model sees, with a signature so repeated identical failures can be spotted.
 pub fn error_result(tool: &str, arguments: &str, code: &str, message: &str) -> Value {
     json!({
@@ -266,6 +308,7 @@ struct LoopState {
     identical_iterations: u32,
     reply_kind: ReplyKind,
     disable_link_preview: bool,
+    directives: Directives,
 }
 
 impl LoopState {
@@ -290,6 +333,7 @@ impl LoopState {
             tool_calls: self.tool_calls,
             tools_used: std::mem::take(&mut self.tools_used),
             steered: std::mem::take(&mut self.steered),
+            attachments: self.directives.take_attachments(),
             elapsed: started.elapsed(),
         }
     }

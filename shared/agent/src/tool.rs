@@ -29,6 +29,9 @@ pub struct ToolContext {
     pub capabilities: ChannelCapabilities,
     /// How this turn asks the user to approve a call; `None`: it cannot ask, so what needs approval is denied.
     pub approver: Option<Approver>,
+    /// The names of the tools the calling agent has, set by the agent loop; `None` outside a run. A wrapper that
+    /// points the model at another tool (the output spill) names only tools it can really call.
+    pub agent_tools: Option<Arc<[String]>>,
 }
 
 /// A failed call. `RespondToModel` goes back to the model as an error result and the turn continues; `Fatal`
@@ -70,6 +73,12 @@ pub trait DynTool: Send + Sync {
     fn spec(&self) -> ToolSpec;
     fn name(&self) -> &str;
     fn call_json<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult>;
+    /// A result limit of the tool's own (MCP bindings: `inline_result_chars`). The tool then returns results
+    /// whole and leaves it to the spill wrapper: spilled past `max(global spill_after_chars, this)`, cut to this
+    /// when spill is not active (reference §3.17).
+    fn spill_after_chars(&self) -> Option<usize> {
+        None
+    }
 }
 
 struct Typed<T>(T);

@@ -1,3 +1,4 @@
+use crate::endings;
 use crate::matcher::{Windowed, seek, seek_window};
 use crate::parser::{Chunk, Hunk};
 use crate::{PatchError, Result};
@@ -52,19 +53,19 @@ impl Summary {
 }
 
 /// Applies an update's chunks to `original`.
+///
+/// Every line keeps its own ending (`\n`, `\r\n` or a lone `\r`), so one CRLF line in a LF file does not turn
+/// the whole file CRLF; a line the patch adds takes the ending of the lines around it (see [`endings`]).
 pub fn apply_chunks(original: &str, chunks: &[Chunk], path: &str, options: Options) -> Result<String> {
-    let crlf = original.contains("\r\n");
-    let had_newline = original.ends_with('\n');
-    let mut lines: Vec<String> = original.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l).to_string()).collect();
-    if lines.last().is_some_and(String::is_empty) {
-        lines.pop();
-    }
+    let had_newline = original.ends_with(['\n', '\r']);
+    let mut lines = endings::split(original);
+    let texts: Vec<String> = lines.iter().map(|l| l.text.clone()).collect();
     let mut replacements: Vec<(usize, usize, Vec<String>)> = Vec::new();
     let mut cursor = 0usize;
     for chunk in chunks {
         if let Some(context) = &chunk.context {
             let target = [context.clone()];
-            match seek(&lines, &target, cursor, false) {
+            match seek(&texts, &target, cursor, false) {
                 Some(found) => cursor = found + 1,
                 None => {
                     return Err(PatchError::ContextNotFound { path: path.into(), context: context.clone() });
@@ -72,18 +73,20 @@ pub fn apply_chunks(original: &str, chunks: &[Chunk], path: &str, options: Optio
             }
         }
         if chunk.old_lines.is_empty() {
-            let at = if chunk.is_end_of_file {
-                lines.len()
-            } else if let Some(header) = chunk.unified {
-                cursor.max(header.old_start.saturating_sub(1)).min(lines.len())
-            } else {
+            let at = if let Some(header) = chunk.unified.filter(|_| !chunk.is_end_of_file) {
+                cursor.max(header.old_start.saturating_sub(1)).min(texts.len())
+            } else if chunk.context.is_some() && !chunk.is_end_of_file {
                 cursor
+            } else {
+                // Only added lines and nothing to anchor them: the format appends them to the file (Codex's
+                // rule), which is also what a bare `@@` followed by `+` lines means to a model.
+                texts.len()
             };
             replacements.push((at, 0, chunk.new_lines.clone()));
             cursor = at;
             continue;
         }
-        let (start, old, new) = locate(&lines, chunk, cursor, path)?;
+        let (start, old, new) = locate(&texts, chunk, cursor, path)?;
         cursor = start + old.len();
         replacements.push((start, old.len(), new));
     }
@@ -93,13 +96,11 @@ pub fn apply_chunks(original: &str, chunks: &[Chunk], path: &str, options: Optio
     ordered.sort_by_key(|(order, (start, _, _))| std::cmp::Reverse((*start, *order)));
     for (_, (start, len, new)) in ordered {
         let end = (start + len).min(lines.len());
-        lines.splice(start..end, new);
+        let replaced = endings::carry(&lines[start..end], new);
+        lines.splice(start..end, replaced);
     }
-    let mut out = lines.join(if crlf { "\r\n" } else { "\n" });
-    if (options.preserve_trailing_newline || had_newline) && !out.is_empty() {
-        out.push_str(if crlf { "\r\n" } else { "\n" });
-    }
-    Ok(out)
+    let keep_final = options.preserve_trailing_newline || had_newline;
+    Ok(endings::join(lines, endings::majority(original), keep_final))
 }
 
 /// Finds the chunk's old lines; retries without a trailing blank line, which models add at the end of chunks.
@@ -153,6 +154,10 @@ pub fn plan_changes(
             Some(None) => {
                 Err(PatchError::Io { path: shown.into(), message: "file was deleted earlier in this patch".into() })
             }
+            None if path.is_dir() => Err(PatchError::Io {
+                path: shown.into(),
+                message: "Failed to read file to update: it is a folder".into(),
+            }),
             None => std::fs::read_to_string(path).map_err(|e| PatchError::Io {
                 path: shown.into(),
                 message: format!("Failed to read file to update: {e}"),
@@ -174,6 +179,12 @@ pub fn plan_changes(
                 let real = resolve(path)?;
                 let exists = match state.get(&real) {
                     Some(entry) => entry.is_some(),
+                    None if real.is_dir() => {
+                        return Err(PatchError::Io {
+                            path: path.clone(),
+                            message: "Failed to delete file: it is a folder, and apply_patch deletes files only".into(),
+                        });
+                    }
                     None => real.is_file(),
                 };
                 if !exists {

@@ -22,6 +22,7 @@
 //! Nothing here decides which paths are allowed: callers pass a resolver that maps a path written in the
 //! patch to a real path or refuses it.
 
+mod endings;
 mod engine;
 mod matcher;
 mod parser;

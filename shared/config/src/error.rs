@@ -24,6 +24,25 @@ pub enum ConfigError {
     Invalid { file: String, message: String },
     #[error("agent file {path}: {message}")]
     Agent { path: PathBuf, message: String },
+    #[error("{file}: key {key}: ${{secret:{name}}} needs the vault, which is off: set [vault] enabled = true")]
+    SecretWithoutVault { file: String, key: String, name: String },
+    #[error("{file}: key {key}: secret {name} is not in the vault {}", .vault.display())]
+    MissingSecret { file: String, key: String, name: String, vault: PathBuf },
+    #[error(
+        "{file}: key {key}: [vault] cannot use ${{secret:{name}}}: the vault is still closed while [vault] is read"
+    )]
+    SecretInVaultSection { file: String, key: String, name: String },
+    /// The vault did not open: no password source, a wrong password, a missing or damaged file. The cause is
+    /// part of the one-line message, not a `source()`, so `{:#}` does not print it twice.
+    #[error("{file}: key {key}: {error}")]
+    Vault { file: String, key: String, error: minibot_vault::VaultError },
+    /// Keys that ask for features this version does not have ([`crate::support`]); one line each.
+    #[error("{}", lines(.0))]
+    Unsupported(Vec<crate::Unsupported>),
 }
 
 pub type Result<T> = std::result::Result<T, ConfigError>;
+
+fn lines(findings: &[crate::Unsupported]) -> String {
+    findings.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+}

@@ -13,15 +13,20 @@ mod load;
 mod paths;
 mod providers;
 pub mod schema;
+pub mod support;
 mod validate;
+mod vault;
 
 pub use agents::{AgentDefinition, load_agents, parse_agent};
 pub use bytesize::ByteSize;
 pub use error::{ConfigError, Result};
 pub use expand::expand_str;
+pub use minibot_vault::Secrets;
 pub use paths::sqlite_path_from_url;
-pub use providers::{ApiFormat, LlmEndpoint, MissingApiKey};
+pub use providers::{ApiFormat, LlmEndpoint, MissingApiKey, ProviderChoice, ProviderUnavailable};
 pub use schema::*;
+pub use support::{Unsupported, check_agents};
+pub use vault::Unlock;
 
 use std::path::{Path, PathBuf};
 
@@ -58,8 +63,14 @@ impl Config {
     }
 
     /// Finds and loads the config: `explicit` (from `--config`), else `MINIBOT_CONFIG`, else `./config.toml`.
-    /// A missing default file means defaults; a missing explicit file is an error.
+    /// A missing default file means defaults; a missing explicit file is an error. With `[vault] enabled`, the
+    /// vault is unlocked with `[vault] password_file`, `MINIBOT_VAULT_PASSWORD` or a terminal prompt.
     pub fn load(explicit: Option<&Path>) -> Result<Self> {
+        Self::load_with(explicit, Unlock::Password(&minibot_vault::TtyPrompt))
+    }
+
+    /// [`Self::load`] with the vault unlocked as `unlock` says.
+    pub fn load_with(explicit: Option<&Path>, unlock: Unlock<'_>) -> Result<Self> {
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
         let (path, required) = match explicit {
             Some(path) => (path.to_path_buf(), true),
@@ -71,18 +82,31 @@ impl Config {
         if !path.exists() && !required {
             return Ok(Self::defaults(cwd));
         }
-        load::from_file(&path, &|name| std::env::var(name).ok())
+        load::from_file(&path, &|name| std::env::var(name).ok(), unlock)
     }
 
-    /// Loads from text; `origin` names the text in errors.
+    /// Loads from text; `origin` names the text in errors. A vault opens only with a password from
+    /// `[vault] password_file` or `MINIBOT_VAULT_PASSWORD` (through `lookup`): nobody is asked.
     pub fn from_toml(
         text: &str,
         origin: &str,
         base_dir: impl Into<PathBuf>,
         lookup: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self> {
-        let file = load::parse(text, origin, lookup)?;
-        let config = Self { file, source: None, base_dir: base_dir.into(), secrets: Default::default() };
+        Self::from_toml_with(text, origin, base_dir, lookup, Unlock::Password(&minibot_vault::NoPrompt))
+    }
+
+    /// [`Self::from_toml`] with the vault unlocked as `unlock` says.
+    pub fn from_toml_with(
+        text: &str,
+        origin: &str,
+        base_dir: impl Into<PathBuf>,
+        lookup: &dyn Fn(&str) -> Option<String>,
+        unlock: Unlock<'_>,
+    ) -> Result<Self> {
+        let base_dir = base_dir.into();
+        let (file, secrets) = load::parse(text, &vault::Origin { name: origin, base_dir: &base_dir, lookup }, unlock)?;
+        let config = Self { file, source: None, base_dir, secrets };
         validate::check(&config, origin)?;
         Ok(config)
     }

@@ -1,10 +1,12 @@
 use crate::expand::{self, WholeReference};
 use crate::schema::{ConfigFile, SECTIONS};
+use crate::vault::{Origin, Unlock};
 use crate::{Config, ConfigError, Result};
+use minibot_vault::Secrets;
 use std::path::Path;
 use toml::Value;
 
-pub(crate) fn from_file(path: &Path, lookup: &dyn Fn(&str) -> Option<String>) -> Result<Config> {
+pub(crate) fn from_file(path: &Path, lookup: &dyn Fn(&str) -> Option<String>, unlock: Unlock<'_>) -> Result<Config> {
     if path.exists() && !path.is_file() {
         return Err(ConfigError::NotAFile(path.to_path_buf()));
     }
@@ -14,15 +16,17 @@ pub(crate) fn from_file(path: &Path, lookup: &dyn Fn(&str) -> Option<String>) ->
     let text =
         std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
     let origin = path.display().to_string();
-    let file = parse(&text, &origin, lookup)?;
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let base_dir = absolute.parent().map(Path::to_path_buf).unwrap_or_default();
-    let config = Config { file, source: Some(absolute), base_dir, secrets: Default::default() };
+    let (file, secrets) = parse(&text, &Origin { name: &origin, base_dir: &base_dir, lookup }, unlock)?;
+    let config = Config { file, source: Some(absolute), base_dir, secrets };
     crate::validate::check(&config, &origin)?;
     Ok(config)
 }
 
-pub(crate) fn parse(text: &str, origin: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<ConfigFile> {
+/// Parses, expands `${ENV}` then `${secret:…}` (unlocking the vault as `unlock` says), and types the file.
+pub(crate) fn parse(text: &str, source: &Origin<'_>, unlock: Unlock<'_>) -> Result<(ConfigFile, Secrets)> {
+    let (origin, lookup) = (source.name, source.lookup);
     let mut table: toml::Table = toml::from_str(text)
         .map_err(|e| ConfigError::Syntax { path: origin.to_string(), message: e.to_string().trim_end().to_string() })?;
     if let Some(section) = table.keys().find(|k| !SECTIONS.contains(&k.as_str())) {
@@ -33,12 +37,18 @@ pub(crate) fn parse(text: &str, origin: &str, lookup: &dyn Fn(&str) -> Option<St
         var: unset.var,
         key: unset.key,
     })?;
-    deserialize_with_coercion(table, &expansion.whole_references, origin)
+    let mut whole = expansion.whole_references;
+    let secrets = crate::vault::expand_secrets(&mut table, &mut whole, source, unlock)?;
+    Ok((deserialize_with_coercion(table, &whole, origin)?, secrets))
 }
 
 /// A value written as exactly `"${VAR}"` may stand for a number or a boolean (`port = "${PORT}"`). Such values
 /// are first read as that scalar; where the key turns out to want text, the text is put back and we try again.
-fn deserialize_with_coercion(table: toml::Table, whole: &[WholeReference], origin: &str) -> Result<ConfigFile> {
+pub(crate) fn deserialize_with_coercion(
+    table: toml::Table,
+    whole: &[WholeReference],
+    origin: &str,
+) -> Result<ConfigFile> {
     let mut coerced = table.clone();
     let mut candidates: Vec<&str> = Vec::new();
     for reference in whole {

@@ -51,6 +51,11 @@ impl ApiFormat {
         }
     }
 
+    /// Whether this build has a client for the format ([`crate::support::FEATURES`]).
+    pub fn is_callable(self) -> bool {
+        crate::support::format_callable(self)
+    }
+
     pub fn default_base_url(self) -> &'static str {
         match self {
             Self::OpenAi | Self::OpenAiResponses | Self::ChatgptCodex => "https://api.openai.com/v1",
@@ -70,6 +75,10 @@ pub struct LlmEndpoint {
     pub api_key: String,
     /// Which config key or variable supplies the key, for messages.
     pub api_key_source: String,
+    /// The section whose `api_key` applies: `llm`, or `providers.<name>` when that section exists.
+    pub key_section: String,
+    /// `[llm] api_key` is set but a `[providers.<name>]` section replaces it (MiniBot's rule).
+    pub llm_key_unused: bool,
     pub base_url: String,
     pub headers: BTreeMap<String, String>,
     pub model: String,
@@ -82,14 +91,77 @@ pub struct LlmEndpoint {
     pub retry_delay: Duration,
 }
 
-/// No key is configured for a provider that needs one.
-#[derive(Debug, thiserror::Error)]
-#[error("no API key for provider `{provider}`: set `{key}` in {origin} or the {variable} environment variable")]
+/// No key is configured for a provider that needs one. The message names the section whose `api_key` counts,
+/// since `[providers.<name>]` replaces `[llm] api_key` even when its own is empty.
+#[derive(Debug)]
 pub struct MissingApiKey {
     pub provider: String,
-    pub key: String,
+    /// `llm` or `providers.<name>`.
+    pub section: String,
     pub variable: String,
     pub origin: String,
+    /// `[llm] api_key` is set but does not apply to this provider.
+    pub llm_key_unused: bool,
+}
+
+impl std::fmt::Display for MissingApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Self { provider, section, variable, origin, llm_key_unused } = self;
+        let file = if origin.starts_with("defaults") {
+            "a config file (none was found: create ./config.toml or pass --config)".to_string()
+        } else {
+            origin.clone()
+        };
+        write!(
+            f,
+            "no API key for provider `{provider}`: set `{section}.api_key` (api_key in the [{section}] section) in \
+             {file}, or the {variable} environment variable"
+        )?;
+        if *llm_key_unused {
+            write!(f, "; [llm] api_key is not used for this provider because [{section}] exists")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for MissingApiKey {}
+
+/// Why a provider name cannot serve a request in this build.
+#[derive(Debug)]
+pub enum ProviderUnavailable {
+    /// Neither an API format nor a `[providers.<name>]` section.
+    Unknown(String),
+    /// Its API format has no client in this build.
+    NotCallable {
+        provider: String,
+        api_format: ApiFormat,
+    },
+    MissingKey(MissingApiKey),
+}
+
+impl std::fmt::Display for ProviderUnavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Unknown(name) => write!(f, "`{name}` is not a configured provider"),
+            Self::NotCallable { provider, api_format } => write!(
+                f,
+                "provider `{provider}` uses the `{}` API format, which this version cannot call",
+                api_format.as_str()
+            ),
+            Self::MissingKey(missing) => missing.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for ProviderUnavailable {}
+
+/// A provider a task may select: known, callable by this build, and with credentials.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderChoice {
+    pub name: String,
+    pub api_format: ApiFormat,
+    /// `[providers.<name>] models`, advisory.
+    pub models: Vec<String>,
 }
 
 impl LlmEndpoint {
@@ -100,9 +172,10 @@ impl LlmEndpoint {
         }
         Err(MissingApiKey {
             provider: self.provider.clone(),
-            key: self.api_key_source.clone(),
+            section: self.key_section.clone(),
             variable: self.api_format.key_variable().into(),
             origin: origin.into(),
+            llm_key_unused: self.llm_key_unused,
         })
     }
 }
@@ -116,6 +189,15 @@ fn is_loopback_url(url: &str) -> bool {
         host.split(':').next().unwrap_or("")
     };
     host == "localhost" || host.starts_with("127.") || host == "::1"
+}
+
+impl crate::ConfigFile {
+    /// The API format a provider name stands for: its section's `api_format`, else the name itself; `None` when
+    /// it is neither a format nor a section.
+    pub fn api_format_of(&self, provider: &str) -> Option<ApiFormat> {
+        let written = self.providers.get(provider).and_then(|p| p.api_format.as_deref()).unwrap_or(provider);
+        ApiFormat::parse(written)
+    }
 }
 
 impl Config {
@@ -134,10 +216,14 @@ impl Config {
         reasoning_effort: Option<&str>,
     ) -> Result<LlmEndpoint, String> {
         let provider = provider.filter(|p| !p.is_empty()).unwrap_or(&self.llm.provider);
-        if ApiFormat::parse(provider).is_none() && !self.providers.contains_key(provider) {
+        let Some(api_format) = self.api_format_of(provider) else {
             let mut known: Vec<&str> = self.providers.keys().map(String::as_str).collect();
             known.push(&self.llm.provider);
             return Err(format!("unknown model provider `{provider}`; configured: {}", known.join(", ")));
+        };
+        if !api_format.is_callable() {
+            let unavailable = ProviderUnavailable::NotCallable { provider: provider.into(), api_format };
+            return Err(unavailable.to_string());
         }
         let mut endpoint = self.endpoint_for(provider);
         if let Some(model) = model.filter(|m| !m.is_empty()) {
@@ -149,15 +235,45 @@ impl Config {
         Ok(endpoint)
     }
 
+    /// The endpoint a task's `model_provider` selects, or why no worker with this config can serve it.
+    pub fn provider_for_task(&self, provider: &str) -> Result<LlmEndpoint, ProviderUnavailable> {
+        let Some(api_format) = self.api_format_of(provider) else {
+            return Err(ProviderUnavailable::Unknown(provider.into()));
+        };
+        if !api_format.is_callable() {
+            return Err(ProviderUnavailable::NotCallable { provider: provider.into(), api_format });
+        }
+        let endpoint = self.endpoint_for(provider);
+        endpoint.require_key(&self.origin()).map_err(ProviderUnavailable::MissingKey)?;
+        Ok(endpoint)
+    }
+
+    /// The providers a task may select: `[llm].provider`, then every `[providers.<name>]`, each only when this
+    /// build can call its API format and it has credentials (or a loopback `base_url`).
+    pub fn available_providers(&self) -> Vec<ProviderChoice> {
+        let mut names: Vec<&str> = vec![self.llm.provider.as_str()];
+        names.extend(self.providers.keys().map(String::as_str).filter(|n| *n != self.llm.provider));
+        names
+            .into_iter()
+            .filter_map(|name| {
+                let endpoint = self.provider_for_task(name).ok()?;
+                let models = self.providers.get(name).map(|p| p.models.clone()).unwrap_or_default();
+                Some(ProviderChoice { name: name.to_string(), api_format: endpoint.api_format, models })
+            })
+            .collect()
+    }
+
     fn endpoint_for(&self, provider: &str) -> LlmEndpoint {
         let llm = &self.llm;
         let section = self.providers.get(provider);
         let format_name = section.and_then(|s| s.api_format.as_deref()).unwrap_or(provider);
         let api_format = ApiFormat::parse(format_name).unwrap_or(ApiFormat::OpenAi);
-        let (mut api_key, base_url, mut key_source) = match section {
-            Some(p) => (p.api_key.clone(), p.base_url.clone(), format!("providers.{}.api_key", llm.provider)),
-            None => (llm.api_key.clone(), llm.base_url.clone(), "llm.api_key".to_string()),
+        let key_section = if section.is_some() { format!("providers.{provider}") } else { "llm".to_string() };
+        let (mut api_key, base_url) = match section {
+            Some(p) => (p.api_key.clone(), p.base_url.clone()),
+            None => (llm.api_key.clone(), llm.base_url.clone()),
         };
+        let mut key_source = format!("{key_section}.api_key");
         if api_key.is_empty()
             && let Ok(value) = std::env::var(api_format.key_variable())
             && !value.is_empty()
@@ -187,6 +303,8 @@ impl Config {
             api_format,
             api_key,
             api_key_source: key_source,
+            llm_key_unused: section.is_some() && !llm.api_key.is_empty(),
+            key_section,
             base_url: base_url.trim_end_matches('/').to_string(),
             headers,
             model: llm.model.clone(),

@@ -16,6 +16,11 @@ const KNOWN_EXTENSION_MODULES: &[&str] = &["minibot.extensions.tools.graph"];
 pub(crate) fn check(config: &Config, origin: &str) -> Result<()> {
     let invalid =
         |key: &str, message: String| ConfigError::InvalidKey { file: origin.into(), key: key.into(), message };
+    // First, so a file that asks for something unbuilt hears that, not what else that feature would need.
+    let unsupported = crate::support::findings(config, origin)?;
+    if !unsupported.is_empty() {
+        return Err(ConfigError::Unsupported(unsupported));
+    }
 
     for (name, provider) in &config.providers {
         match provider.api_format.as_deref() {
@@ -80,6 +85,9 @@ pub(crate) fn check(config: &Config, origin: &str) -> Result<()> {
                 tasks.worker_timeout_seconds
             ),
         ));
+    }
+    if tasks.max_concurrent_workers == 0 {
+        return Err(invalid("tasks.max_concurrent_workers", "must be at least 1".into()));
     }
     if tasks.history && tasks.backend != TaskBackend::Sqlite {
         return Err(invalid("tasks.history", "requires tasks.backend = \"sqlite\"".into()));

@@ -68,7 +68,7 @@ fn malformed_toml_points_at_the_line() {
 fn references_expand_and_fill_numeric_keys() {
     let config = load(
         "[llm]\napi_key = \"${OPENAI_KEY}\"\nsystem_prompt = \"costs $${PRICE}\"\n\
-         [http]\nport = \"${PORT}\"\n[channels.telegram]\nbot_token = \"${TOKEN}\"\n",
+         [http]\nport = \"${PORT}\"\n[channels.telegram]\nenabled = false\nbot_token = \"${TOKEN}\"\n",
     )
     .expect("loads");
     assert_eq!(config.llm.api_key, "sk-test");

@@ -2,7 +2,7 @@
 //! every other server that speaks the same shape.
 
 use crate::retry::RetryPolicy;
-use crate::types::{ChatRequest, ChatResponse, Message, ToolCall, Usage};
+use crate::types::{ChatRequest, ChatResponse, ContentPart, Message, ToolCall, Usage};
 use crate::{ChatProvider, LlmError, Result};
 use futures_util::future::BoxFuture;
 use minibot_config::LlmEndpoint;
@@ -163,6 +163,16 @@ fn message_json(message: &Message) -> Value {
     match message {
         Message::System(text) => json!({ "role": "system", "content": text }),
         Message::User(text) => json!({ "role": "user", "content": text }),
+        Message::UserParts(parts) => {
+            let parts: Vec<Value> = parts
+                .iter()
+                .map(|part| match part {
+                    ContentPart::Text(text) => json!({ "type": "text", "text": text }),
+                    ContentPart::ImageUrl(url) => json!({ "type": "image_url", "image_url": { "url": url } }),
+                })
+                .collect();
+            json!({ "role": "user", "content": parts })
+        }
         Message::Assistant { content, tool_calls } => {
             let mut value = json!({ "role": "assistant", "content": content });
             if !tool_calls.is_empty() {

@@ -22,13 +22,38 @@ pub struct ToolCall {
 pub enum Message {
     System(String),
     User(String),
-    Assistant { content: Option<String>, tool_calls: Vec<ToolCall> },
-    Tool { call_id: String, name: String, content: String },
+    /// A user message made of parts (text and images), as vision models take it.
+    UserParts(Vec<ContentPart>),
+    Assistant {
+        content: Option<String>,
+        tool_calls: Vec<ToolCall>,
+    },
+    Tool {
+        call_id: String,
+        name: String,
+        content: String,
+    },
 }
 
 impl Message {
     pub fn assistant_text(text: impl Into<String>) -> Self {
         Self::Assistant { content: Some(text.into()), tool_calls: Vec::new() }
+    }
+}
+
+/// One part of a [`Message::UserParts`] message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ContentPart {
+    Text(String),
+    /// An image by URL; a `data:<mime>;base64,<data>` URL carries the image itself.
+    ImageUrl(String),
+}
+
+impl ContentPart {
+    /// An image part holding `bytes` inline as a base64 `data:` URL.
+    pub fn image_data(mime: &str, bytes: &[u8]) -> Self {
+        use base64::Engine as _;
+        Self::ImageUrl(format!("data:{mime};base64,{}", base64::engine::general_purpose::STANDARD.encode(bytes)))
     }
 }
 

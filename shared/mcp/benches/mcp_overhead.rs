@@ -5,6 +5,7 @@
 //! `cargo bench -p minibot-mcp` (release) or `cargo run --example`-style with `--profile dev`.
 
 use minibot_agent::ToolContext;
+use minibot_config::Config;
 use minibot_config::schema::{McpSection, McpServerSection};
 use minibot_mcp::McpHub;
 use serde_json::{Map, Value, json};
@@ -34,8 +35,11 @@ fn server(name: &str) -> McpServerSection {
     }
 }
 
-fn section(names: &[&str]) -> McpSection {
-    McpSection { enabled: true, servers: names.iter().map(|n| server(n)).collect(), ..Default::default() }
+fn config(names: &[&str]) -> Config {
+    let mut config = Config::defaults(env!("CARGO_MANIFEST_DIR"));
+    config.tools.mcp =
+        McpSection { enabled: true, servers: names.iter().map(|n| server(n)).collect(), ..Default::default() };
+    config
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -60,14 +64,14 @@ fn main() {
         let mut starts = Vec::new();
         for _ in 0..STARTS {
             let started = Instant::now();
-            let hub = McpHub::start(&section(&["a", "b", "c"])).await;
+            let hub = McpHub::start(&config(&["a", "b", "c"])).await.unwrap();
             starts.push(started.elapsed());
             assert!(hub.status().iter().all(|s| s.error.is_none()), "{:?}", hub.status());
             hub.shutdown().await;
         }
         report("hub start, 3 stdio servers", starts);
 
-        let hub = McpHub::start(&section(&["everything"])).await;
+        let hub = McpHub::start(&config(&["everything"])).await.unwrap();
         let echo = hub.tools().into_iter().find(|t| t.name() == "mcp_everything__echo").expect("echo");
         let ctx = ToolContext::default();
         let server = hub.servers()[0].clone();

@@ -1,62 +1,79 @@
 //! `auth_secret`: a vault entry sent as `Authorization: Bearer <secret>` to an HTTP server.
 
 use crate::{McpError, Result};
-use minibot_config::schema::McpSection;
+use minibot_config::Config;
+use minibot_config::schema::McpServerSection;
 
-/// Turns each server's `auth_secret` into an `Authorization` header, looking secrets up with `resolve` (the
-/// vault). The crate has no vault of its own, so callers run this before [`crate::McpHub::start`].
+/// Turns the server's `auth_secret` into an `Authorization: Bearer` header with the secret from
+/// [`Config::secrets`].
 ///
-/// Fails, naming the server, when the secret is missing or the server already sets `Authorization`: sending one
-/// of two credentials silently would be worse than not starting.
-pub fn apply_auth_secrets(section: &mut McpSection, resolve: impl Fn(&str) -> Option<String>) -> Result<()> {
-    for server in &mut section.servers {
-        let Some(secret_name) = server.auth_secret.take() else {
-            continue;
-        };
-        let config_error = |message: String| McpError::Config { server: server.name.clone(), message };
-        if server.headers.keys().any(|k| k.eq_ignore_ascii_case("authorization")) {
-            return Err(config_error("both `auth_secret` and an Authorization header are set".into()));
-        }
-        let Some(secret) = resolve(&secret_name) else {
-            return Err(config_error(format!("auth_secret `{secret_name}` is not in the vault")));
-        };
-        server.headers.insert("Authorization".into(), format!("Bearer {secret}"));
+/// Fails, naming the server and the secret, when the vault is off or lacks the secret, and naming the server when
+/// it also sets an `Authorization` header: sending one of two credentials, or none, silently would be worse than
+/// not starting.
+pub(crate) fn resolve_auth_secret(server: &mut McpServerSection, config: &Config) -> Result<()> {
+    let Some(secret_name) = server.auth_secret.take() else {
+        return Ok(());
+    };
+    let config_error = |message: String| McpError::Config { server: server.name.clone(), message };
+    if server.headers.keys().any(|k| k.eq_ignore_ascii_case("authorization")) {
+        return Err(config_error("`auth_secret` and an `Authorization` header are both set; keep only one".into()));
     }
+    if !config.vault.enabled {
+        return Err(config_error(format!("auth_secret `{secret_name}` needs the vault, but [vault] is not enabled")));
+    }
+    let Some(secret) = config.secrets.get(&secret_name) else {
+        return Err(config_error(format!("auth_secret `{secret_name}` is not in the vault")));
+    };
+    server.headers.insert("Authorization".into(), format!("Bearer {secret}"));
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use minibot_config::schema::McpServerSection;
+    use std::collections::BTreeMap;
 
-    fn section(server: McpServerSection) -> McpSection {
-        McpSection { servers: vec![server], ..Default::default() }
+    fn config(vault: bool, secrets: &[(&str, &str)]) -> Config {
+        let mut config = Config::defaults("/tmp");
+        config.vault.enabled = vault;
+        let entries: BTreeMap<String, String> = secrets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        config.secrets = minibot_vault::Secrets::new(entries);
+        config
+    }
+
+    fn server(auth_secret: &str, headers: &[(&str, &str)]) -> McpServerSection {
+        McpServerSection {
+            name: "web".into(),
+            auth_secret: Some(auth_secret.into()),
+            headers: headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            ..Default::default()
+        }
+    }
+
+    fn error(server: &mut McpServerSection, config: &Config) -> String {
+        resolve_auth_secret(server, config).err().map(|e| e.to_string()).unwrap_or_default()
     }
 
     #[test]
     fn secret_becomes_bearer_header() {
-        let mut mcp =
-            section(McpServerSection { name: "web".into(), auth_secret: Some("token".into()), ..Default::default() });
-        apply_auth_secrets(&mut mcp, |name| (name == "token").then(|| "s3cr3t".to_string())).unwrap_or_default();
-        assert_eq!(mcp.servers[0].headers.get("Authorization").map(String::as_str), Some("Bearer s3cr3t"));
-        assert_eq!(mcp.servers[0].auth_secret, None);
+        let mut web = server("token", &[("X-Other", "1")]);
+        assert!(resolve_auth_secret(&mut web, &config(true, &[("token", "s3cr3t")])).is_ok());
+        assert_eq!(web.headers.get("Authorization").map(String::as_str), Some("Bearer s3cr3t"));
+        assert_eq!(web.headers.get("X-Other").map(String::as_str), Some("1"));
     }
 
     #[test]
-    fn conflicts_and_missing_secrets_fail() {
-        let mut conflict = section(McpServerSection {
-            name: "web".into(),
-            auth_secret: Some("token".into()),
-            headers: [("authorization".to_string(), "Bearer x".to_string())].into_iter().collect(),
-            ..Default::default()
-        });
-        let err = apply_auth_secrets(&mut conflict, |_| Some("s".into())).err().map(|e| e.to_string());
-        assert!(err.is_some_and(|e| e.contains("web") && e.contains("Authorization")));
+    fn conflicting_header_names_the_server() {
+        let mut web = server("token", &[("authorization", "Basic eA==")]);
+        let err = error(&mut web, &config(true, &[("token", "s")]));
+        assert!(err.contains("`web`") && err.contains("Authorization"), "{err}");
+    }
 
-        let mut missing =
-            section(McpServerSection { name: "web".into(), auth_secret: Some("nope".into()), ..Default::default() });
-        let err = apply_auth_secrets(&mut missing, |_| None).err().map(|e| e.to_string());
-        assert!(err.is_some_and(|e| e.contains("`nope`")));
+    #[test]
+    fn vault_off_or_missing_secret_names_server_and_secret() {
+        let err = error(&mut server("token", &[]), &config(false, &[("token", "s")]));
+        assert!(err.contains("`web`") && err.contains("`token`") && err.contains("[vault]"), "{err}");
+        let err = error(&mut server("nope", &[]), &config(true, &[("token", "s")]));
+        assert!(err.contains("`web`") && err.contains("`nope`") && err.contains("not in the vault"), "{err}");
     }
 }

@@ -41,6 +41,10 @@ impl DynTool for BridgeTool {
         &self.name
     }
 
+    fn spill_after_chars(&self) -> Option<usize> {
+        Some(self.server.inline_result_chars())
+    }
+
     fn call_json<'a>(&'a self, args: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
         Box::pin(async move {
             let server = self.server.name();
@@ -52,9 +56,8 @@ impl DynTool for BridgeTool {
                     return Ok(error_result(server, "invalid_arguments", &error, Some(&self.remote)));
                 }
             };
-            let limit = usize::try_from(self.server.config().inline_result_chars).unwrap_or(usize::MAX);
             Ok(match self.server.call_tool(&self.remote, arguments).await {
-                Ok(output) => call_result(server, &self.remote, output, limit),
+                Ok(output) => call_result(server, &self.remote, output),
                 Err(err) => error_result(server, "mcp_call_failed", &err.to_string(), Some(&self.remote)),
             })
         })

@@ -1,11 +1,15 @@
 //! All MCP servers of one agent, the tools they currently expose, and reloading them.
 
+use crate::Result;
+use crate::auth::resolve_auth_secret;
 use crate::bridge::BridgeTool;
 use crate::lazy::{LazyCallTool, LazyListTool};
+use crate::paths::resolve_launch_paths;
 use crate::server::{McpServer, RemoteTool};
 use futures_util::future::{BoxFuture, join_all};
 use minibot_agent::{DynTool, ToolContext, ToolResult};
-use minibot_config::schema::{McpMode, McpSection};
+use minibot_config::Config;
+use minibot_config::schema::McpMode;
 use minibot_llm::ToolSpec;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -75,50 +79,52 @@ pub struct McpHub {
 }
 
 impl McpHub {
-    /// Connects every configured server concurrently and loads its tools. Servers that fail are logged and get no
-    /// tools (bridge) or fallback descriptions (lazy); their bindings reconnect on use. Adds `reload_mcp` when
-    /// `[tools.mcp].reload` is on. A disabled section gives an empty hub.
-    pub async fn start(section: &McpSection) -> Arc<Self> {
-        Self::build(section, None, section.enabled && section.reload).await
+    /// Connects every server of `[tools.mcp]` concurrently and loads its tools. Servers that fail are logged and
+    /// get no tools (bridge) or fallback descriptions (lazy); their bindings reconnect on use. Adds `reload_mcp`
+    /// when `[tools.mcp].reload` is on. A disabled section gives an empty hub.
+    ///
+    /// Fails on a server whose `auth_secret` cannot be resolved from [`Config::secrets`] or that also sets an
+    /// `Authorization` header.
+    pub async fn start(config: &Config) -> Result<Arc<Self>> {
+        let section = &config.tools.mcp;
+        Self::build(config, None, section.enabled && section.reload).await
     }
 
     /// Like [`McpHub::start`], for only the named servers (a specialist's `mcp_servers`) and without
-    /// `reload_mcp`. Unknown names are logged and ignored.
-    pub async fn start_subset(section: &McpSection, names: &[String]) -> Arc<Self> {
+    /// `reload_mcp`. Unknown names are logged and ignored; only the named servers' `auth_secret`s are checked.
+    pub async fn start_subset(config: &Config, names: &[String]) -> Result<Arc<Self>> {
         for name in names {
-            if !section.servers.iter().any(|s| &s.name == name) {
+            if !config.tools.mcp.servers.iter().any(|s| &s.name == name) {
                 tracing::warn!(server = %name, "mcp server requested but not configured");
             }
         }
-        Self::build(section, Some(names), false).await
+        Self::build(config, Some(names), false).await
     }
 
-    async fn build(section: &McpSection, only: Option<&[String]>, with_reload: bool) -> Arc<Self> {
+    async fn build(config: &Config, only: Option<&[String]>, with_reload: bool) -> Result<Arc<Self>> {
+        let section = &config.tools.mcp;
         let timeout = Duration::try_from_secs_f64(section.timeout_seconds)
             .ok()
             .filter(|t| !t.is_zero())
             .unwrap_or(DEFAULT_TIMEOUT);
         let mut servers: Vec<Arc<McpServer>> = Vec::new();
         if section.enabled {
-            for config in &section.servers {
-                if only.is_some_and(|names| !names.contains(&config.name)) {
+            for server in &section.servers {
+                if only.is_some_and(|names| !names.contains(&server.name)) {
                     continue;
                 }
-                if config.name.trim().is_empty() || config.name.contains("__") {
-                    tracing::error!(server = %config.name, "mcp server name must be non-empty without `__`; skipped");
+                if server.name.trim().is_empty() || server.name.contains("__") {
+                    tracing::error!(server = %server.name, "mcp server name must be non-empty without `__`; skipped");
                     continue;
                 }
-                if servers.iter().any(|s| s.name() == config.name) {
-                    tracing::error!(server = %config.name, "duplicate mcp server name; skipped");
+                if servers.iter().any(|s| s.name() == server.name) {
+                    tracing::error!(server = %server.name, "duplicate mcp server name; skipped");
                     continue;
                 }
-                if config.auth_secret.is_some() {
-                    tracing::warn!(
-                        server = %config.name,
-                        "mcp auth_secret not resolved (call apply_auth_secrets first); ignored"
-                    );
-                }
-                servers.push(Arc::new(McpServer::new(config.clone(), timeout)));
+                let mut server = server.clone();
+                resolve_launch_paths(&mut server, config);
+                resolve_auth_secret(&mut server, config)?;
+                servers.push(Arc::new(McpServer::new(server, timeout)));
             }
         }
         let hub = Arc::new_cyclic(|weak: &Weak<Self>| Self {
@@ -129,7 +135,7 @@ impl McpHub {
             reloading: tokio::sync::Mutex::new(()),
         });
         hub.reload().await;
-        hub
+        Ok(hub)
     }
 
     /// The per-server handles, for a supervisor that drives connections itself.

@@ -55,6 +55,10 @@ impl DynTool for LazyListTool {
         &self.name
     }
 
+    fn spill_after_chars(&self) -> Option<usize> {
+        Some(self.server.inline_result_chars())
+    }
+
     fn call_json<'a>(&'a self, _args: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
         Box::pin(async move {
             let server = self.server.name();
@@ -126,6 +130,10 @@ impl DynTool for LazyCallTool {
         &self.name
     }
 
+    fn spill_after_chars(&self) -> Option<usize> {
+        Some(self.server.inline_result_chars())
+    }
+
     fn call_json<'a>(&'a self, args: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
         Box::pin(async move { Ok(self.call(args).await) })
     }
@@ -164,9 +172,8 @@ impl LazyCallTool {
                 return error_result(server, "mcp_catalog_unavailable", &err.to_string(), Some(&tool));
             }
         }
-        let limit = usize::try_from(self.server.config().inline_result_chars).unwrap_or(usize::MAX);
         match self.server.call_tool(&tool, arguments).await {
-            Ok(output) => call_result(server, &tool, output, limit),
+            Ok(output) => call_result(server, &tool, output),
             Err(err) => error_result(server, "mcp_call_failed", &err.to_string(), Some(&tool)),
         }
     }

@@ -4,17 +4,20 @@
 //!   session is gone, applies the per-request timeout and the server's tool filters.
 //! - Bindings, all [`DynTool`](minibot_agent::DynTool)s: bridge mode exposes one tool per remote tool
 //!   (`<prefix>_<server>__<remote>`); lazy mode exposes `<prefix>_<server>__list_tools` and
-//!   `<prefix>_<server>__call_tool`.
+//!   `<prefix>_<server>__call_tool`. They return results whole and declare the server's `inline_result_chars` as
+//!   [`spill_after_chars`](minibot_agent::DynTool::spill_after_chars): register them through
+//!   [`wrap_with_spill`](minibot_agent::wrap_with_spill), which spills a longer result to a file or cuts it.
 //! - [`McpHub`]: every server of one agent. Connects them concurrently, holds the current tool snapshot and
 //!   server instructions, and reloads them (`reload_mcp`).
 //!
 //! ```no_run
-//! # async fn demo(section: &minibot_config::schema::McpSection) {
-//! let hub = minibot_mcp::McpHub::start(section).await;
+//! # async fn demo(config: &minibot_config::Config) -> minibot_mcp::Result<()> {
+//! let hub = minibot_mcp::McpHub::start(config).await?;
 //! let tools = hub.tools(); // register these with the agent
 //! let names: Vec<String> = tools.iter().map(|t| t.name().to_string()).collect();
 //! let fragments = hub.instructions_for(&names); // system-prompt fragments
 //! hub.shutdown().await;
+//! # Ok(())
 //! # }
 //! ```
 //!
@@ -24,11 +27,11 @@ mod auth;
 mod bridge;
 mod hub;
 mod lazy;
+mod paths;
 mod result;
 mod schema;
 mod server;
 
-pub use auth::apply_auth_secrets;
 pub use bridge::BridgeTool;
 pub use hub::{McpHub, ReloadReport, ServerReload, ServerStatus, bindings};
 pub use lazy::{LazyCallTool, LazyListTool};

@@ -1,6 +1,6 @@
 //! Turning a `tools/call` result into the JSON the model reads.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 /// Binary-looking fields longer than this are replaced by a length marker: the model cannot use base64 and it
 /// would crowd out everything else in the context.
@@ -54,55 +54,16 @@ fn elide_blobs(value: Value) -> Value {
     }
 }
 
-/// The result object both modes return for a completed call, cut to `limit` characters of serialized JSON.
-pub fn call_result(server: &str, tool: &str, output: CallOutput, limit: usize) -> Value {
-    let full = json!({
+/// The result object both modes return for a completed call, whole: the bindings declare `inline_result_chars`
+/// as their spill limit, and the spill wrapper spills or cuts past it.
+pub fn call_result(server: &str, tool: &str, output: CallOutput) -> Value {
+    json!({
         "ok": !output.is_error,
         "server": server,
         "tool": tool,
         "is_error": output.is_error,
         "result": output.text,
-    });
-    cut(full, limit)
-}
-
-/// Cuts a result whose serialized form exceeds `limit` characters: the orchestrator may spill larger outputs to a
-/// file, but a binding must never push an unbounded payload into the context on its own.
-pub fn cut(result: Value, limit: usize) -> Value {
-    let serialized = result.to_string();
-    let total = serialized.chars().count();
-    if total <= limit {
-        return result;
-    }
-    let mut out = Map::new();
-    if let Value::Object(map) = &result {
-        // Short scalar fields (ok, server, tool, is_error, error codes) survive so the model still knows what ran.
-        for (key, value) in map {
-            let short = match value {
-                Value::Null | Value::Bool(_) | Value::Number(_) => true,
-                Value::String(s) => s.chars().count() <= 200,
-                _ => false,
-            };
-            if short {
-                out.insert(key.clone(), value.clone());
-            }
-        }
-    }
-    let text = match result.get("result") {
-        Some(Value::String(s)) => s.clone(),
-        _ => serialized,
-    };
-    let preview: String = text.chars().take(limit).collect();
-    out.insert("output_truncated".into(), Value::Bool(true));
-    out.insert("output_preview".into(), Value::String(preview));
-    out.insert(
-        "output_notice".into(),
-        Value::String(format!(
-            "Output exceeded {limit} chars ({total} chars) and was cut; output_preview holds the first {limit} \
-             chars. Ask the tool for a narrower result if you need the rest."
-        )),
-    );
-    Value::Object(out)
+    })
 }
 
 /// The `{ok:false,...}` object for a failure that never produced a tool result.
@@ -135,20 +96,11 @@ mod tests {
     }
 
     #[test]
-    fn small_results_pass_through() {
-        let out = call_result("s", "t", CallOutput { is_error: false, text: "hi".into() }, 100);
+    fn results_are_whole() {
+        let out = call_result("s", "t", CallOutput { is_error: false, text: "hi".into() });
         assert_eq!(out, json!({"ok": true, "server": "s", "tool": "t", "is_error": false, "result": "hi"}));
-    }
-
-    #[test]
-    fn large_results_are_cut() {
-        let out = call_result("s", "t", CallOutput { is_error: true, text: "x".repeat(5000) }, 1000);
+        let out = call_result("s", "t", CallOutput { is_error: true, text: "x".repeat(50_000) });
         assert_eq!(out["ok"], false);
-        assert_eq!(out["is_error"], true);
-        assert_eq!(out["tool"], "t");
-        assert_eq!(out["output_truncated"], true);
-        assert_eq!(out["output_preview"].as_str().map(str::len), Some(1000));
-        assert!(out.get("result").is_none());
-        assert!(out["output_notice"].as_str().is_some_and(|n| n.contains("1000")));
+        assert_eq!(out["result"].as_str().map(str::len), Some(50_000));
     }
 }

@@ -11,7 +11,7 @@ use crate::{McpError, Result};
 use minibot_config::schema::{McpMode, McpServerSection, McpTransport};
 use process_wrap::tokio::{CommandWrap, ProcessGroup};
 use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
+use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
 use rmcp::service::{RoleClient, RunningService, ServiceError};
 use rmcp::transport::TokioChildProcess;
 use rmcp::transport::streamable_http_client::{StreamableHttpClientTransport, StreamableHttpClientTransportConfig};
@@ -88,6 +88,11 @@ impl McpServer {
 
     pub fn config(&self) -> &McpServerSection {
         &self.config
+    }
+
+    /// `inline_result_chars`: the spill limit its bindings declare.
+    pub fn inline_result_chars(&self) -> usize {
+        usize::try_from(self.config.inline_result_chars).unwrap_or(usize::MAX)
     }
 
     /// The `instructions` the server sent at its last successful initialize.
@@ -314,15 +319,11 @@ impl McpServer {
             return Err(McpError::Config { server, message: "http transport needs `url`".into() });
         };
         minibot_llm::install_crypto_provider();
-        let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
+        let config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
         let mut headers = HashMap::new();
+        // Every header goes out as written, `Authorization` included: rmcp's own `auth_header` would prefix
+        // `Bearer ` to a `Basic …` credential. `auth_secret` has already become a `Bearer` header here.
         for (name, value) in &self.config.headers {
-            // rmcp sends the bearer token itself and rejects `Authorization` among custom headers.
-            if name.eq_ignore_ascii_case("authorization") {
-                let token = value.strip_prefix("Bearer ").unwrap_or(value);
-                config = config.auth_header(token.to_string());
-                continue;
-            }
             let header_name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
                 .map_err(|e| McpError::Config { server: server.clone(), message: format!("header `{name}`: {e}") })?;
             let header_value = reqwest::header::HeaderValue::from_str(value)
@@ -371,8 +372,12 @@ impl McpServer {
     }
 }
 
+/// `initialize` offers the newest protocol version that still has that handshake. rmcp's default, `LATEST`
+/// (2026-07-28), is a revision without it, so offering it inside `initialize` names a version no server that
+/// answers `initialize` speaks.
 fn client_config() -> ClientConfig {
     ClientConfig::new(ClientCapabilities::default(), Implementation::new("minibot", env!("CARGO_PKG_VERSION")))
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
 }
 
 /// Ends a session: cancelling it drops the transport, which stops a stdio child.

@@ -7,7 +7,6 @@
 mod peers;
 
 use minibot_config::schema::McpMode;
-use minibot_mcp::McpHub;
 use peers::*;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -37,7 +36,7 @@ async fn child_stderr_goes_to_the_log_with_the_server_name() {
         .finish();
     tracing::subscriber::set_global_default(subscriber).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let hub = McpHub::start(&section(vec![fixture_server("noisy", McpMode::Bridge, &dir.path().join("s"))])).await;
+    let hub = start(&section(vec![fixture_server("noisy", McpMode::Bridge, &dir.path().join("s"))])).await;
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let text = String::from_utf8_lossy(&captured.0.lock().unwrap()).into_owned();

@@ -1,8 +1,12 @@
 //! The contract between the orchestrator and the workers: what a queued task carries ([`TaskEnvelope`]), what a
 //! worker reports back ([`WorkerEvent`]), and what the orchestrator can tell a running task ([`ControlMessage`]).
 //! Pure data, encoded as MessagePack with field names (`rmp_serde::to_vec_named`) so either side can add
-//! optional fields without breaking the other. Every message carries [`PROTOCOL_VERSION`]; a message that does
-//! not decode, or has a version this side does not speak, is a [`ProtocolError`], never a panic.
+//! optional fields without breaking the other, and a kind of event or control message this side does not know
+//! decodes as `Unknown` (skipped) rather than failing. Every message carries [`PROTOCOL_VERSION`]; a message
+//! that does not decode, or has a version this side does not speak, is a [`ProtocolError`], never a panic.
+//!
+//! Tool approvals from a worker ride the same two paths: the question is a worker event
+//! ([`WorkerEventKind::ApprovalRequest`]), the answer a control message ([`ControlKind::ApprovalResult`]).
 //!
 //! The task states the orchestrator records and shows ([`TaskStatus`], [`Delivery`], [`TaskUsage`]) live here
 //! too, so the store, the task tools and the orchestrator share one spelling of each.
@@ -85,6 +89,16 @@ pub enum TaskOutcome {
     Cancelled,
 }
 
+/// A file a task's answer carries. `path` is relative to the managed root (`[tools.file_storage] root_dir`),
+/// which the orchestrator resolves against its own root, so a worker on another machine with the same shared
+/// folder names the same file; an absolute path is only accepted where `allow_outside_root` is on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskAttachment {
+    pub path: String,
+    #[serde(default)]
+    pub caption: Option<String>,
+}
+
 /// What a worker reports. Every event names the task and the attempt, so the orchestrator applies each one
 /// once and the first terminal event wins.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -116,7 +130,28 @@ pub enum WorkerEventKind {
         steps: u32,
         tool_calls: u32,
         total_tokens: u64,
+        /// Files the task's answer carries (its `pre_response` attachments), for the chat; only on `done`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        attachments: Vec<TaskAttachment>,
     },
+    /// A tool call of the task needs the user's approval. The orchestrator asks the chat that started the task
+    /// and answers with [`ControlKind::ApprovalResult`] naming the same `approval_id`; the worker waits at
+    /// most until its approval timeout or its deadline and takes silence as a no.
+    ApprovalRequest {
+        /// Unique per question (uuid hex).
+        approval_id: String,
+        /// The tool as the user should read it.
+        tool: String,
+        /// The arguments (or, for a withheld result, an excerpt), redacted and capped by the worker.
+        detail: String,
+        /// Why it is asked when a pattern is not the reason (the safety classifier's verdict).
+        #[serde(default)]
+        reason: Option<String>,
+    },
+    /// An event of a kind this side does not know (sent by a newer version): decoded so it can be acknowledged
+    /// and skipped instead of failing the whole message.
+    #[serde(other)]
+    Unknown,
 }
 
 impl WorkerEvent {
@@ -155,6 +190,19 @@ pub enum ControlKind {
     Steer {
         text: String,
     },
+    /// The answer to a [`WorkerEventKind::ApprovalRequest`]. `attempt` is the attempt that asked, so a later
+    /// attempt of the same task ignores it. `approved: false` with a `reason` means nobody could answer (the
+    /// channel cannot ask, nobody answered in time); without one, the user said no.
+    ApprovalResult {
+        approval_id: String,
+        attempt: u32,
+        approved: bool,
+        #[serde(default)]
+        reason: Option<String>,
+    },
+    /// A message of a kind this side does not know (sent by a newer version); ignored.
+    #[serde(other)]
+    Unknown,
 }
 
 impl ControlMessage {
@@ -222,9 +270,69 @@ mod tests {
                 steps: 1,
                 tool_calls: 0,
                 total_tokens: 9,
+                attachments: vec![TaskAttachment { path: "out/report.csv".into(), caption: Some("Q3".into()) }],
             },
         );
         assert_eq!(WorkerEvent::decode(&event.encode().unwrap()).unwrap(), event);
+    }
+
+    #[test]
+    fn approval_questions_and_answers_round_trip() {
+        let question = WorkerEvent::new(
+            "t-1",
+            1,
+            "w",
+            WorkerEventKind::ApprovalRequest {
+                approval_id: "a1".into(),
+                tool: "bash".into(),
+                detail: "- command: ls".into(),
+                reason: Some("deletes files".into()),
+            },
+        );
+        assert_eq!(WorkerEvent::decode(&question.encode().unwrap()).unwrap(), question);
+        assert!(!question.is_terminal());
+        let answer = ControlMessage::new(
+            "t-1",
+            ControlKind::ApprovalResult { approval_id: "a1".into(), attempt: 1, approved: true, reason: None },
+        );
+        assert_eq!(ControlMessage::decode(&answer.encode().unwrap()).unwrap(), answer);
+    }
+
+    /// What a newer version may send: a kind this one does not know, or a known kind without a field added
+    /// later. Both decode instead of failing the message.
+    #[derive(Serialize)]
+    struct Foreign<K: Serialize> {
+        version: u16,
+        task_id: &'static str,
+        attempt: u32,
+        worker_id: &'static str,
+        kind: K,
+    }
+
+    #[test]
+    fn unknown_kinds_and_missing_optional_fields_decode() {
+        let future = Foreign {
+            version: PROTOCOL_VERSION,
+            task_id: "t-1",
+            attempt: 1,
+            worker_id: "w",
+            kind: serde_json::json!({ "type": "teleport", "where": "mars" }),
+        };
+        let event = WorkerEvent::decode(&rmp_serde::to_vec_named(&future).unwrap()).unwrap();
+        assert_eq!(event.kind, WorkerEventKind::Unknown);
+        let control = serde_json::json!({ "version": PROTOCOL_VERSION, "task_id": "t-1",
+            "kind": { "type": "pause_for_a_while" } });
+        let control = ControlMessage::decode(&rmp_serde::to_vec_named(&control).unwrap()).unwrap();
+        assert_eq!(control.kind, ControlKind::Unknown);
+        let older = Foreign {
+            version: PROTOCOL_VERSION,
+            task_id: "t-1",
+            attempt: 1,
+            worker_id: "w",
+            kind: serde_json::json!({ "type": "approval_request", "approval_id": "a", "tool": "bash", "detail": "" }),
+        };
+        let event = WorkerEvent::decode(&rmp_serde::to_vec_named(&older).unwrap()).unwrap();
+        assert!(matches!(event.kind, WorkerEventKind::ApprovalRequest { reason: None, .. }));
     }
 
     #[test]

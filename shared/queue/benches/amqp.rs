@@ -67,6 +67,7 @@ fn done(claimed: &minibot_queue::ClaimedTask, worker: &str) -> WorkerEvent {
             steps: 0,
             tool_calls: 0,
             total_tokens: 0,
+            attachments: Vec::new(),
         },
     )
 }

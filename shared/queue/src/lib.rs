@@ -12,9 +12,11 @@
 //! terminal event (a redelivery after its answer was stored but not its settlement); the consumer of events
 //! keeps the first. Two backends: [`sqlite::SqliteQueue`] (one WAL
 //! database file shared with local workers) and [`amqp::AmqpQueue`] (RabbitMQ via lapin); [`backend`] opens
-//! the one the config names.
+//! the one the config names. [`approvals`] matches a task's approval questions (worker events) with their
+//! answers (control messages) on either backend.
 
 pub mod amqp;
+pub mod approvals;
 pub mod backend;
 pub mod sqlite;
 

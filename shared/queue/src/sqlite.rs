@@ -2,7 +2,9 @@
 //!
 //! A worker claims with one `UPDATE … RETURNING` over pending tasks and tasks whose lease expired, and every
 //! later write for that task is guarded by the lease token, so a worker that lost its lease cannot overwrite
-//! anything. Events flow back through an outbox table that the orchestrator reads and deletes once applied.
+//! anything. Events flow back through an outbox table that the orchestrator reads and deletes once applied;
+//! control messages (cancel, steer, approval answers) go the other way through `queue_controls`, which the
+//! worker of the task reads and empties between steps.
 //! Idle sides poll every [`POLL_INTERVAL`] while work is flowing and every [`IDLE_POLL_INTERVAL`] after a quiet
 //! second: an indexed query costs microseconds, pick-up latency stays far below 100 ms, and an idle worker
 //! costs next to no CPU.
@@ -149,6 +151,7 @@ impl SqliteQueue {
                 steps: 0,
                 tool_calls: 0,
                 total_tokens: 0,
+                attachments: Vec::new(),
             },
         );
         let mut tx = self.pool.begin().await?;
@@ -199,6 +202,19 @@ impl TaskQueue for SqliteQueue {
                 if removed.rows_affected() > 0 {
                     return Ok(());
                 }
+            }
+            if matches!(message.kind, ControlKind::ApprovalResult { .. }) {
+                // Only a claimed task reads its controls, and settling deletes them; an answer for a task no worker
+                // holds any more would stay in the table for good. Nobody waits for it, so it is not stored.
+                sqlx::query(
+                    "INSERT INTO queue_controls (task_id, payload)
+                     SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM queue_tasks WHERE task_id = ?1 AND status = 'leased')",
+                )
+                .bind(&message.task_id)
+                .bind(message.encode()?)
+                .execute(&self.pool)
+                .await?;
+                return Ok(());
             }
             sqlx::query("INSERT INTO queue_controls (task_id, payload) VALUES (?1, ?2)")
                 .bind(&message.task_id)

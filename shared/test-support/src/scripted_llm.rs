@@ -85,6 +85,8 @@ struct State {
     failures_served: HashMap<String, usize>,
     requests: Vec<Value>,
     arrivals: Vec<std::time::Instant>,
+    /// The `Authorization` header of each request of `requests` (empty when there was none).
+    authorizations: Vec<String>,
     default_delay: Duration,
 }
 
@@ -123,6 +125,11 @@ impl ScriptedLlm {
         self.state.lock().map(|s| s.requests.clone()).unwrap_or_default()
     }
 
+    /// The `Authorization` header of each request of [`Self::requests`] (empty when there was none).
+    pub fn authorizations(&self) -> Vec<String> {
+        self.state.lock().map(|s| s.authorizations.clone()).unwrap_or_default()
+    }
+
     /// When each request of [`Self::requests`] arrived.
     pub fn arrivals(&self) -> Vec<std::time::Instant> {
         self.state.lock().map(|s| s.arrivals.clone()).unwrap_or_default()
@@ -148,12 +155,16 @@ impl Drop for ScriptedLlm {
     }
 }
 
+/// The last user message written as plain text. A user message made of parts (an image or file the agent put
+/// into its own context) is not what the scripts are keyed on, so it counts as part of the turn, not as a new one.
 fn last_user_index(messages: &[Value]) -> Option<usize> {
-    messages.iter().rposition(|m| m["role"] == "user")
+    messages.iter().rposition(|m| m["role"] == "user" && m["content"].is_string())
 }
 
 async fn handle(state: Arc<Mutex<State>>, req: Request<Incoming>) -> Result<Response<Full<Bytes>>, hyper::Error> {
     let path = req.uri().path().to_string();
+    let authorization =
+        req.headers().get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
     let body = req.into_body().collect().await?.to_bytes();
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     if !path.ends_with("/chat/completions") {
@@ -167,6 +178,7 @@ async fn handle(state: Arc<Mutex<State>>, req: Request<Incoming>) -> Result<Resp
         };
         state.requests.push(request.clone());
         state.arrivals.push(std::time::Instant::now());
+        state.authorizations.push(authorization);
         choose(&mut state, &messages)
     };
     if !delay.is_zero() {

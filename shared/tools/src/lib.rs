@@ -47,6 +47,7 @@ pub fn main_agent_tools(services: &ToolServices) -> ToolRegistry {
     exec::register(&mut registry, services, true);
     edit::register(&mut registry, services);
     http::register(&mut registry, services);
+    services.running.set_tools(registry.names(), Vec::new());
     with_spill(&registry, services)
 }
 
@@ -68,8 +69,12 @@ pub fn worker_generic_tools(services: &ToolServices) -> ToolRegistry {
     search::register(&mut registry, services);
     exec::register(&mut registry, services, false);
     edit::register(&mut registry, services);
-    registry.register(dyn_tool(runtime::GetSettings::new(std::sync::Arc::clone(&services.config))));
+    registry.register(dyn_tool(runtime::GetSettings::new(
+        std::sync::Arc::clone(&services.config),
+        std::sync::Arc::clone(&services.running),
+    )));
     utility::register(&mut registry, services);
+    services.running.set_tools(registry.names(), Vec::new());
     with_spill(&registry, services)
 }
 
@@ -82,7 +87,7 @@ fn with_spill(registry: &ToolRegistry, services: &ToolServices) -> ToolRegistry 
 /// the generic worker set plus `pre_response`.
 pub fn worker_tools(services: &ToolServices) -> ToolRegistry {
     let mut registry = ToolRegistry::new();
-    registry.register(dyn_tool(runtime::PreResponse));
+    registry.register(dyn_tool(runtime::PreResponse::new(services.files.clone())));
     let generic = worker_generic_tools(services);
     for name in generic.names() {
         if let Some(tool) = generic.get(&name) {

@@ -11,6 +11,8 @@ pub struct ToolServices {
     pub store: Option<Store>,
     /// The managed-file root (`[tools.file_storage]`); `None` when file storage is off.
     pub files: Option<Arc<ManagedRoot>>,
+    /// What the agent really got, for `get_settings`: whoever filters or extends the tool set records the result.
+    pub running: Arc<crate::runtime::Running>,
 }
 
 impl ToolServices {
@@ -23,6 +25,6 @@ impl ToolServices {
         } else {
             None
         };
-        Ok(Self { config, store, files })
+        Ok(Self { config, store, files, running: Arc::default() })
     }
 }

@@ -1,7 +1,11 @@
 //! The console channel actor: prints the answers and progress the conversation sends, and in a `--once` run
 //! tells the waiting side when everything is answered.
 
-use crate::messages::{ChannelCapabilities, ChannelHandle, Intake, Outbound, OutboundRole, Progress, RegisterChannel};
+use super::approvals::{self, Answer, ConsoleApprovals, Notice};
+use crate::messages::{
+    ApprovalDecision, AskApproval, ChannelCapabilities, ChannelHandle, Intake, Outbound, OutboundFile, OutboundRole,
+    Progress, RegisterChannel,
+};
 use actix::prelude::*;
 use minibot_agent::AgentEvent;
 use std::collections::HashSet;
@@ -12,11 +16,12 @@ use tokio::sync::mpsc;
 
 pub const CHANNEL: &str = "console";
 
-/// A terminal shows plain text of any length; it cannot send files, edit what it printed, or (yet) ask for
-/// approval.
+/// A terminal shows plain text of any length and cannot edit what it printed. A file is "delivered" by printing
+/// its name, size and absolute path (the user is on the same machine). Only the REPL can ask for approval
+/// ([`Console::register`] sets it).
 pub const CAPABILITIES: ChannelCapabilities = ChannelCapabilities {
     approvals: false,
-    files: false,
+    files: true,
     edit_messages: false,
     max_message_chars: None,
     format: minibot_agent::TextFormat::Plain,
@@ -70,11 +75,26 @@ pub struct Console {
     once: Option<Once>,
     /// How long a background task may take, for `--once` waiting.
     task_timeout: Duration,
+    approvals: ConsoleApprovals,
 }
 
 impl Console {
     pub fn new(chat_id: i64, screen: Box<dyn Screen>, awaiting: Awaiting) -> Self {
-        Self { chat_id, screen, awaiting, once: None, task_timeout: Duration::from_secs(1800 + 60) }
+        Self {
+            chat_id,
+            screen,
+            awaiting,
+            once: None,
+            task_timeout: Duration::from_secs(1800 + 60),
+            approvals: ConsoleApprovals::default(),
+        }
+    }
+
+    /// How approval questions are answered: `--approve` patterns, and where the REPL's questions wait (none:
+    /// this run cannot ask).
+    pub fn with_approvals(mut self, approvals: ConsoleApprovals) -> Self {
+        self.approvals = approvals;
+        self
     }
 
     pub fn with_once(mut self, event_id: String, status: mpsc::UnboundedSender<OnceStatus>) -> Self {
@@ -87,14 +107,17 @@ impl Console {
         self
     }
 
-    pub fn register(addr: &Addr<Self>, intake: &Intake) {
+    /// Registers the console. `can_ask`: the REPL asks approval questions; a `--once` run answers them from
+    /// `--approve` alone (it still takes them, to say which flag would allow the call).
+    pub fn register(addr: &Addr<Self>, intake: &Intake, can_ask: bool) {
         intake.register.do_send(RegisterChannel {
             name: CHANNEL.into(),
             handle: ChannelHandle {
                 outbound: addr.clone().recipient(),
                 progress: addr.clone().recipient(),
-                capabilities: CAPABILITIES,
-                approvals: None,
+                capabilities: ChannelCapabilities { approvals: can_ask, ..CAPABILITIES },
+                files: Some(addr.clone().recipient()),
+                approvals: Some(addr.clone().recipient()),
             },
         });
     }
@@ -149,6 +172,18 @@ impl Handler<Outbound> for Console {
     }
 }
 
+/// `[file] report.csv (1.2 KB) /abs/path/report.csv`, then the caption, on stdout with the answers.
+impl Handler<OutboundFile> for Console {
+    type Result = ();
+
+    fn handle(&mut self, file: OutboundFile, _ctx: &mut Context<Self>) {
+        if file.channel != CHANNEL || file.chat_id != self.chat_id {
+            return;
+        }
+        self.screen.answer(&format!("[file] {}", file.describe()));
+    }
+}
+
 impl Handler<Progress> for Console {
     type Result = ();
 
@@ -159,5 +194,38 @@ impl Handler<Progress> for Console {
         if let AgentEvent::ToolStarted { name, .. } = &progress.event {
             self.screen.notice(&format!("  · running {name}"));
         }
+    }
+}
+
+impl Handler<AskApproval> for Console {
+    type Result = Answer;
+
+    fn handle(&mut self, msg: AskApproval, _ctx: &mut Context<Self>) -> Answer {
+        let request = &msg.request;
+        if msg.channel != CHANNEL || msg.chat_id != self.chat_id {
+            return Answer::Now(ApprovalDecision::Unavailable(format!(
+                "console chat {} is not open in this terminal",
+                msg.chat_id
+            )));
+        }
+        if self.approvals.pre_approves(request) {
+            self.screen.notice(&format!("  · {} approved by --approve", request.tool));
+            return Answer::Now(ApprovalDecision::Approved);
+        }
+        let Some(questions) = &self.approvals.questions else {
+            let why = approvals::cannot_ask(request);
+            self.screen.notice(&format!("  · {} denied: {why}", request.tool));
+            return Answer::Now(ApprovalDecision::Unavailable(why));
+        };
+        self.screen.answer(&approvals::question_text(request));
+        approvals::ask(questions, request)
+    }
+}
+
+impl Handler<Notice> for Console {
+    type Result = ();
+
+    fn handle(&mut self, Notice(text): Notice, _ctx: &mut Context<Self>) {
+        self.screen.notice(&text);
     }
 }

@@ -6,6 +6,7 @@
 //! turn; Ctrl-C at an idle prompt twice exits.
 
 mod actor;
+mod approvals;
 mod once;
 mod repl;
 

@@ -1,6 +1,7 @@
 //! `console --once`: one message in, its answer (and the results of tasks it started) out, then exit.
 
 use super::actor::{Awaiting, CHANNEL, Console, OnceStatus, PlainScreen};
+use super::approvals::ConsoleApprovals;
 use super::repl::watch_interrupts;
 use crate::cli::ConsoleArgs;
 use crate::messages::{Inbound, Intake, ReplayPending};
@@ -21,15 +22,17 @@ pub async fn run_once(intake: Intake, args: &ConsoleArgs, text: &str, task_timeo
     if text.trim().is_empty() {
         anyhow::bail!("--once needs a non-empty message");
     }
+    let pre_approved = super::repl::approve_patterns(args)?;
     let awaiting = Awaiting::default();
-    watch_interrupts(intake.stop.clone(), args.chat_id, awaiting.clone());
+    watch_interrupts(intake.stop.clone(), args.chat_id, awaiting.clone(), None);
     let inbound = Inbound::new(CHANNEL, args.chat_id, Some(args.user_id), text.trim());
     let (status_tx, mut status_rx) = tokio::sync::mpsc::unbounded_channel();
     let console = Console::new(args.chat_id, Box::new(PlainScreen), awaiting.clone())
         .with_once(inbound.event_id.clone(), status_tx)
-        .with_task_timeout(task_timeout);
+        .with_task_timeout(task_timeout)
+        .with_approvals(ConsoleApprovals { pre_approved, questions: None });
     let addr = console.start();
-    Console::register(&addr, &intake);
+    Console::register(&addr, &intake, false);
     let wait = Duration::try_from_secs_f64(args.timeout_seconds.max(1.0)).unwrap_or(Duration::from_secs(120));
     // Messages interrupted by a crash are answered first, so the new one does not merge into them.
     let replayed = intake.replay.send(ReplayPending).await.unwrap_or_default();

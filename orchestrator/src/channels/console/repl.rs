@@ -1,9 +1,12 @@
 //! The interactive console: a line editor on its own thread, so the user can type (and steer) while a turn runs.
 
 use super::actor::{Awaiting, CHANNEL, Console, PlainScreen, Screen};
+use super::approvals::{ConsoleApprovals, Questions};
 use crate::cli::ConsoleArgs;
 use crate::messages::{Inbound, Intake, ReplayPending, StopTurn};
 use actix::prelude::*;
+use anyhow::Context as _;
+use minibot_agent::Patterns;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
@@ -20,11 +23,21 @@ impl Screen for ExternalScreen {
 
 /// Runs the REPL until the user quits.
 pub async fn run_repl(intake: Intake, options: &ConsoleArgs) -> anyhow::Result<i32> {
+    let pre_approved = approve_patterns(options)?;
     let awaiting: Awaiting = Awaiting::default();
-    watch_interrupts(intake.stop.clone(), options.chat_id, awaiting.clone());
-    let (screen, quit) = spawn_repl(intake.clone(), options.chat_id, options.user_id, awaiting.clone(), options.plain)?;
-    let addr = Console::new(options.chat_id, screen, awaiting).start();
-    Console::register(&addr, &intake);
+    let questions = Questions::default();
+    watch_interrupts(intake.stop.clone(), options.chat_id, awaiting.clone(), Some(questions.clone()));
+    let input = Input {
+        intake: intake.clone(),
+        chat_id: options.chat_id,
+        user_id: options.user_id,
+        awaiting: awaiting.clone(),
+        questions: questions.clone(),
+    };
+    let (screen, quit) = spawn_repl(input, options.plain)?;
+    let approvals = ConsoleApprovals { pre_approved, questions: Some(questions) };
+    let addr = Console::new(options.chat_id, screen, awaiting).with_approvals(approvals).start();
+    Console::register(&addr, &intake, true);
     let replayed = intake.replay.send(ReplayPending).await.unwrap_or_default();
     if !replayed.is_empty() {
         eprintln!("(resuming {} message(s) interrupted by a restart)", replayed.len());
@@ -33,19 +46,37 @@ pub async fn run_repl(intake: Intake, options: &ConsoleArgs) -> anyhow::Result<i
     Ok(0)
 }
 
-/// The interactive loop's input side, on its own thread. Returns when the user quits.
-fn spawn_repl(
+/// `--approve` patterns; a bad one names the flag.
+pub(super) fn approve_patterns(args: &ConsoleArgs) -> anyhow::Result<Patterns> {
+    Patterns::new(&args.approve).context("--approve")
+}
+
+/// What the input side needs: where lines go and what they may answer.
+struct Input {
     intake: Intake,
     chat_id: i64,
     user_id: i64,
     awaiting: Awaiting,
-    plain: bool,
-) -> anyhow::Result<(Box<dyn Screen>, oneshot::Receiver<()>)> {
+    questions: Questions,
+}
+
+/// The interactive loop's input side, on its own thread. Returns when the user quits.
+fn spawn_repl(input: Input, plain: bool) -> anyhow::Result<(Box<dyn Screen>, oneshot::Receiver<()>)> {
+    let Input { intake, chat_id, user_id, awaiting, questions } = input;
     let (quit_tx, quit_rx) = oneshot::channel();
     let send = {
-        let (intake, awaiting) = (intake.clone(), awaiting.clone());
+        let (intake, awaiting, questions) = (intake.clone(), awaiting.clone(), questions.clone());
         move |line: &str| -> bool {
-            match line.trim() {
+            let text = line.trim();
+            // An open approval question takes the next line, except the commands that end the turn or the
+            // session: those deny it and keep their meaning.
+            if matches!(text, "/stop" | "/exit" | "/quit") {
+                questions.deny_all();
+            } else if let Some((tool, approved)) = questions.answer(text) {
+                eprintln!("  · {tool} {}", if approved { "approved" } else { "denied" });
+                return true;
+            }
+            match text {
                 "" => {}
                 "/exit" | "/quit" => return false,
                 "/stop" => intake.stop.do_send(StopTurn { channel: CHANNEL.into(), chat_id }),
@@ -90,8 +121,12 @@ fn spawn_repl(
                 }
                 Err(rustyline::error::ReadlineError::Interrupted) => {
                     let busy = awaiting.lock().map(|a| !a.is_empty()).unwrap_or(false);
+                    let denied = questions.deny_all() > 0;
                     if busy {
                         intake.stop.do_send(StopTurn { channel: CHANNEL.into(), chat_id });
+                        last_interrupt = None;
+                    } else if denied {
+                        // It answered a question; it is not the first press of an exit.
                         last_interrupt = None;
                     } else if last_interrupt.is_some_and(|at| at.elapsed() < Duration::from_secs(3)) {
                         break;
@@ -114,10 +149,19 @@ fn spawn_repl(
 
 /// Ctrl-C outside the line editor (during `--once`, or with piped input): the first stops the running turn, the
 /// next one exits.
-pub(super) fn watch_interrupts(stop: Recipient<StopTurn>, chat_id: i64, awaiting: Awaiting) {
+pub(super) fn watch_interrupts(
+    stop: Recipient<StopTurn>,
+    chat_id: i64,
+    awaiting: Awaiting,
+    questions: Option<Questions>,
+) {
     actix::spawn(async move {
         let mut stop_sent = false;
         while tokio::signal::ctrl_c().await.is_ok() {
+            // Ctrl-C while a question is open says no to it, and stops the turn as usual.
+            if let Some(questions) = &questions {
+                questions.deny_all();
+            }
             let busy = awaiting.lock().map(|a| !a.is_empty()).unwrap_or(false);
             if busy && !stop_sent {
                 stop_sent = true;

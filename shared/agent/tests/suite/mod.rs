@@ -1,9 +1,13 @@
 //! Shared setup: a scripted model, the real provider pointed at it, and small tools that count their calls.
 
+mod approvals;
+mod directives;
 mod errors;
 mod guards;
 mod limits;
 mod replies;
+mod safety;
+mod spill;
 mod steering;
 
 use minibot_agent::{
@@ -142,6 +146,7 @@ impl Agent {
             user_message: user.into(),
             limits,
             context: ToolContext::default(),
+            approvals: None,
             inbox,
             on_event,
         }

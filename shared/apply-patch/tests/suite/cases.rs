@@ -169,6 +169,42 @@ const CASES: &[Case] = &[
         after: Ok(&[("a.txt", "a\nb\nc\n")]),
     },
     Case {
+        name: "added lines after a bare @@ go to the end of the file (the format's rule for a chunk without context)",
+        before: &[("a.txt", "a\nb\n")],
+        patch: "*** Begin Patch\n*** Update File: a.txt\n@@\n+c\n+d\n*** End Patch",
+        after: Ok(&[("a.txt", "a\nb\nc\nd\n")]),
+    },
+    Case {
+        name: "added lines without any @@ go to the end of the file",
+        before: &[("a.txt", "a\nb")],
+        patch: "*** Begin Patch\n*** Update File: a.txt\n+c\n*** End Patch",
+        after: Ok(&[("a.txt", "a\nb\nc\n")]),
+    },
+    Case {
+        name: "an added-only chunk after an edit still goes to the end",
+        before: &[("a.txt", "1\n2\n3\n")],
+        patch: "*** Begin Patch\n*** Update File: a.txt\n-1\n+one\n@@\n+4\n*** End Patch",
+        after: Ok(&[("a.txt", "one\n2\n3\n4\n")]),
+    },
+    Case {
+        name: "the format's published example: add, update with move, delete",
+        before: &[("src/app.py", "def greet():\nprint(\"Hi\")\n"), ("obsolete.txt", "old\n")],
+        patch: "*** Begin Patch\n*** Add File: hello.txt\n+Hello world\n*** Update File: src/app.py\n*** Move to: src/main.py\n@@ def greet():\n-print(\"Hi\")\n+print(\"Hello, world!\")\n*** Delete File: obsolete.txt\n*** End Patch",
+        after: Ok(&[("hello.txt", "Hello world\n"), ("src/main.py", "def greet():\nprint(\"Hello, world!\")\n")]),
+    },
+    Case {
+        name: "deleting a folder says it is a folder",
+        before: &[("dir/x.txt", "x\n")],
+        patch: "*** Begin Patch\n*** Delete File: dir\n*** End Patch",
+        after: Err("dir: Failed to delete file: it is a folder"),
+    },
+    Case {
+        name: "updating a folder says it is a folder",
+        before: &[("dir/x.txt", "x\n")],
+        patch: "*** Begin Patch\n*** Update File: dir\n-x\n+y\n*** End Patch",
+        after: Err("it is a folder"),
+    },
+    Case {
         name: "end-of-file anchor edits the last occurrence",
         before: &[("a.txt", "x\ny\nx\n")],
         patch: "*** Begin Patch\n*** Update File: a.txt\n-x\n+z\n*** End of File\n*** End Patch",

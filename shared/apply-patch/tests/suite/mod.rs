@@ -1,2 +1,3 @@
 mod cases;
+mod endings;
 mod props;

@@ -12,6 +12,12 @@ pub use tools::*;
 
 use std::collections::BTreeMap;
 
+impl serde::Serialize for crate::ByteSize {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_u64(self.0)
+    }
+}
+
 section! {
     /// The whole file as written, after `${VAR}` expansion; see [`crate::Config`] for the resolved view.
     pub struct ConfigFile {

@@ -120,7 +120,9 @@ section! {
 
 section! {
     pub struct ScheduledPromptsSection {
-        pub enabled: bool = true,
+        /// `None`: not written, MiniBot's default (on). Kept apart from a written `true` because this version has
+        /// no scheduler: only a file that turns it on (or tunes it while it is on) is refused.
+        pub enabled: Option<bool> = None,
         pub sqlite_url: String = "sqlite+aiosqlite:///./data/scheduled_prompts.db".into(),
         pub poll_interval_seconds: u64 = 60,
         pub lease_timeout_seconds: u64 = 120,
@@ -149,16 +151,25 @@ section! {
         pub worker_timeout_seconds: u64 = 1800,
         pub worker_max_steps: Limit = Limit::Unlimited,
         pub worker_max_tool_calls: Limit = Limit::Unlimited,
+        /// Caps the local workers: the orchestrator starts `min(local_workers, max_concurrent_workers)`.
         pub max_concurrent_workers: u32 = 4,
         pub delegation_mode: DelegationMode = DelegationMode::Auto,
         pub history: bool = false,
         pub worker_extensions: Vec<String> = vec![],
         /// minibot-rs: worker processes the orchestrator starts and supervises itself (SQLite backend only;
-        /// with RabbitMQ, run `minibot-worker` wherever you like). 0 starts none.
+        /// with RabbitMQ, run `minibot-worker` wherever you like). 0 starts none. See [`TasksSection::local_worker_count`].
         pub local_workers: u32 = 2,
         /// minibot-rs: least seconds between two progress notes of one task in its chat (0 turns them off).
         pub progress_interval_seconds: f64 = 3.0,
         pub sqlite: TasksSqliteSection = TasksSqliteSection::default(),
+    }
+}
+
+impl TasksSection {
+    /// Local worker processes to start. Each runs one task at a time, so this is also how many tasks run at once
+    /// on them: `local_workers`, capped by MiniBot's `max_concurrent_workers`.
+    pub fn local_worker_count(&self) -> u32 {
+        self.local_workers.min(self.max_concurrent_workers)
     }
 }
 
@@ -235,6 +246,15 @@ impl Limit {
         match self {
             Self::Unlimited => None,
             Self::Max(n) => Some(n),
+        }
+    }
+}
+
+impl serde::Serialize for Limit {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Unlimited => serializer.serialize_str("unlimited"),
+            Self::Max(n) => serializer.serialize_u32(*n),
         }
     }
 }

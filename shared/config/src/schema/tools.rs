@@ -95,7 +95,9 @@ section! {
     pub struct PythonExecSection {
         pub enabled: bool = true,
         pub backend: String = "host".into(),
+        #[serde(deserialize_with = "super::macros::empty_as_none")]
         pub python_path: Option<String> = None,
+        #[serde(deserialize_with = "super::macros::empty_as_none")]
         pub venv_path: Option<String> = None,
         pub sandbox_mode: SandboxMode = SandboxMode::Basic,
         pub default_timeout_seconds: u64 = 8,
@@ -110,6 +112,7 @@ section! {
         pub artifacts_max_file_bytes: ByteSize = ByteSize(5_000_000),
         pub artifacts_max_total_bytes: ByteSize = ByteSize(20_000_000),
         pub artifacts_allow_in_jail: bool = false,
+        #[serde(deserialize_with = "super::macros::empty_as_none")]
         pub artifacts_jail_shared_dir: Option<String> = None,
         pub pass_parent_env: bool = false,
         pub env_allowlist: Vec<String> = super::llm::default_env_allowlist(),
@@ -268,7 +271,8 @@ section! {
 
 section! {
     pub struct SkillsSection {
-        pub enabled: bool = true,
+        /// `None`: not written, MiniBot's default (on); see [`super::ScheduledPromptsSection::enabled`].
+        pub enabled: Option<bool> = None,
         pub paths: Vec<String> = vec![],
         pub preload_catalog: bool = true,
         pub native: bool = true,

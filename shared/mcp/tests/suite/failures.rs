@@ -1,13 +1,12 @@
 use super::peers::*;
 use minibot_config::schema::{McpMode, McpServerSection};
-use minibot_mcp::McpHub;
 use serde_json::json;
 use std::time::{Duration, Instant};
 
 #[tokio::test]
 async fn crashed_server_is_reconnected_on_next_call() {
     let dir = tempfile::tempdir().unwrap();
-    let hub = McpHub::start(&section(vec![fixture_server("fix", McpMode::Bridge, &dir.path().join("s"))])).await;
+    let hub = start(&section(vec![fixture_server("fix", McpMode::Bridge, &dir.path().join("s"))])).await;
     let out = call(&tool(&hub, "mcp_fix__crash"), json!({})).await;
     assert_eq!(out["ok"], false, "{out}");
     assert_eq!(out["error_code"], "mcp_call_failed", "{out}");
@@ -22,7 +21,7 @@ async fn silent_tool_times_out_with_an_error_result() {
     let dir = tempfile::tempdir().unwrap();
     let mut mcp = section(vec![fixture_server("fix", McpMode::Bridge, &dir.path().join("s"))]);
     mcp.timeout_seconds = 2.0;
-    let hub = McpHub::start(&mcp).await;
+    let hub = start(&mcp).await;
     let started = Instant::now();
     let out = call(&tool(&hub, "mcp_fix__hang"), json!({})).await;
     let took = started.elapsed();
@@ -46,7 +45,7 @@ async fn server_that_never_initializes_times_out_at_startup() {
     }]);
     mcp.timeout_seconds = 1.0;
     let started = Instant::now();
-    let hub = McpHub::start(&mcp).await;
+    let hub = start(&mcp).await;
     assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
     assert!(names(&hub).is_empty());
     let error = hub.status()[0].error.clone().unwrap();
@@ -62,7 +61,7 @@ async fn missing_command_is_a_clear_error() {
         ..Default::default()
     };
     let lazy = McpServerSection { name: "lghost".into(), mode: McpMode::Lazy, ..missing.clone() };
-    let hub = McpHub::start(&section(vec![missing, lazy])).await;
+    let hub = start(&section(vec![missing, lazy])).await;
     let status = hub.status();
     let error = status[0].error.clone().unwrap();
     assert!(error.contains("`minibot-no-such-mcp-server` not found"), "{error}");
@@ -81,7 +80,7 @@ async fn missing_command_is_a_clear_error() {
 async fn disabled_section_starts_nothing() {
     let mut mcp = section(vec![everything_stdio("everything", McpMode::Bridge)]);
     mcp.enabled = false;
-    let hub = McpHub::start(&mcp).await;
+    let hub = start(&mcp).await;
     assert!(hub.tools().is_empty());
     assert!(hub.servers().is_empty());
 }
@@ -92,7 +91,7 @@ async fn restarted_http_server_is_reconnected() {
     let peer = HttpEverything::spawn(port).await;
     let mut mcp = section(vec![http_server("web", McpMode::Bridge, &peer.url)]);
     mcp.timeout_seconds = 5.0;
-    let hub = McpHub::start(&mcp).await;
+    let hub = start(&mcp).await;
     let echo = tool(&hub, "mcp_web__echo");
     assert_eq!(call(&echo, json!({"message": "one"})).await["ok"], true);
 
@@ -112,7 +111,7 @@ async fn restarted_http_server_is_reconnected() {
 #[tokio::test]
 async fn server_that_exited_between_calls_is_reconnected() {
     let dir = tempfile::tempdir().unwrap();
-    let hub = McpHub::start(&section(vec![fixture_server("fix", McpMode::Bridge, &dir.path().join("s"))])).await;
+    let hub = start(&section(vec![fixture_server("fix", McpMode::Bridge, &dir.path().join("s"))])).await;
     let out = call(&tool(&hub, "mcp_fix__exit_soon"), json!({})).await;
     assert_eq!(out["result"], "bye", "{out}");
     tokio::time::sleep(Duration::from_millis(800)).await;
@@ -135,7 +134,7 @@ async fn shutdown_stops_grandchildren_of_a_wrapper_command() {
     let script = format!("{} {}; true", server.command.take().unwrap(), fixture());
     server.command = Some("sh".into());
     server.args = vec!["-c".into(), script];
-    let hub = McpHub::start(&section(vec![server])).await;
+    let hub = start(&section(vec![server])).await;
     let out = call(&tool(&hub, "mcp_wrapped__add"), json!({"a": 1, "b": 1})).await;
     assert_eq!(out["result"], "2", "{out}");
     let pid = std::fs::read_to_string(dir.path().join("s.pid")).unwrap();

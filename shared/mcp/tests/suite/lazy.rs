@@ -1,13 +1,12 @@
 use super::peers::*;
 use minibot_config::schema::McpMode;
-use minibot_mcp::McpHub;
 use serde_json::json;
 
 #[tokio::test]
 async fn lazy_lists_and_calls() {
     let mut server = everything_stdio("ev", McpMode::Lazy);
     server.disabled_tools = vec!["get-sum".into()];
-    let hub = McpHub::start(&section(vec![server])).await;
+    let hub = start(&section(vec![server])).await;
     assert_eq!(names(&hub), vec!["mcp_ev__list_tools".to_string(), "mcp_ev__call_tool".to_string()]);
     let list = tool(&hub, "mcp_ev__list_tools");
     let call_tool = tool(&hub, "mcp_ev__call_tool");
@@ -51,7 +50,7 @@ async fn lazy_catalog_cache_ttl_zero_sees_new_tools() {
     let state = dir.path().join("state");
     let mut server = fixture_server("fix", McpMode::Lazy, &state);
     server.catalog_cache_ttl_seconds = 0;
-    let hub = McpHub::start(&section(vec![server])).await;
+    let hub = start(&section(vec![server])).await;
     let call_tool = tool(&hub, "mcp_fix__call_tool");
     let out = call(&call_tool, json!({"tool_name": "add", "arguments": {"a": 1, "b": 2}})).await;
     assert_eq!(out["result"], "3", "{out}");
@@ -73,7 +72,7 @@ async fn lazy_server_down_at_startup_recovers_on_call() {
     let url = format!("http://127.0.0.1:{port}/mcp");
     let mut mcp = section(vec![http_server("web", McpMode::Lazy, &url)]);
     mcp.timeout_seconds = 5.0;
-    let hub = McpHub::start(&mcp).await;
+    let hub = start(&mcp).await;
     let status = hub.status();
     assert!(status[0].error.is_some(), "{status:?}");
     let list = tool(&hub, "mcp_web__list_tools");

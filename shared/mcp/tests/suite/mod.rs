@@ -1,4 +1,5 @@
 mod bridge;
+mod conformance;
 mod failures;
 mod lazy;
 mod peers;

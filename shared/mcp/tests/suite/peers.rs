@@ -1,6 +1,7 @@
 //! Finding and starting the peer servers.
 
 use minibot_agent::{DynTool, ToolContext};
+use minibot_config::Config;
 use minibot_config::schema::{McpMode, McpSection, McpServerSection, McpTransport};
 use minibot_mcp::McpHub;
 use serde_json::Value;
@@ -72,6 +73,21 @@ pub fn section(servers: Vec<McpServerSection>) -> McpSection {
     McpSection { enabled: true, timeout_seconds: 20.0, servers, ..Default::default() }
 }
 
+/// A config holding `mcp`, with relative paths under the crate folder.
+pub fn config(mcp: &McpSection) -> Config {
+    let mut config = Config::defaults(env!("CARGO_MANIFEST_DIR"));
+    config.tools.mcp = mcp.clone();
+    config
+}
+
+pub async fn start(mcp: &McpSection) -> Arc<McpHub> {
+    McpHub::start(&config(mcp)).await.expect("hub starts")
+}
+
+pub async fn start_subset(mcp: &McpSection, names: &[String]) -> Arc<McpHub> {
+    McpHub::start_subset(&config(mcp), names).await.expect("hub starts")
+}
+
 pub fn tool(hub: &McpHub, name: &str) -> Arc<dyn DynTool> {
     hub.tools()
         .into_iter()
@@ -126,4 +142,36 @@ pub fn http_server(name: &str, mode: McpMode, url: &str) -> McpServerSection {
         headers: [("X-Minibot-Test".to_string(), "1".to_string())].into_iter().collect(),
         ..Default::default()
     }
+}
+
+/// The FastMCP fixture over streamable HTTP on `port`, with its `request_headers` tool; killed when dropped.
+pub struct HttpFixture {
+    _child: tokio::process::Child,
+    pub url: String,
+}
+
+impl HttpFixture {
+    pub async fn spawn(port: u16) -> Self {
+        let child = tokio::process::Command::new(python())
+            .arg(fixture())
+            .env("FIXTURE_HTTP_PORT", port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn the fixture");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+            assert!(Instant::now() < deadline, "the fixture did not listen on {port}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Self { _child: child, url: format!("http://127.0.0.1:{port}/mcp") }
+    }
+}
+
+/// The headers the fixture's `request_headers` tool saw on the call, through the bridge binding.
+pub async fn headers_seen(hub: &McpHub, server: &str) -> serde_json::Map<String, Value> {
+    let out = call(&tool(hub, &format!("mcp_{server}__request_headers")), serde_json::json!({})).await;
+    assert_eq!(out["ok"], true, "{out}");
+    serde_json::from_str(out["result"].as_str().expect("text result")).expect("headers as JSON")
 }

@@ -1,6 +1,5 @@
 use super::peers::*;
 use minibot_config::schema::McpMode;
-use minibot_mcp::McpHub;
 use serde_json::json;
 
 #[tokio::test]
@@ -13,7 +12,7 @@ async fn reload_adds_tools_and_keeps_failing_servers() {
         fixture_server("brk", McpMode::Bridge, &breaking),
     ]);
     mcp.reload = true;
-    let hub = McpHub::start(&mcp).await;
+    let hub = start(&mcp).await;
     assert!(names(&hub).contains(&"reload_mcp".to_string()));
     assert!(!names(&hub).contains(&"mcp_grow__extra".to_string()));
     assert_eq!(hub.instructions_for(&["mcp_brk__add".to_string()]).len(), 1);
@@ -55,7 +54,7 @@ async fn bridge_server_down_at_startup_appears_after_reload() {
     let url = format!("http://127.0.0.1:{port}/mcp");
     let mut mcp = section(vec![http_server("web", McpMode::Bridge, &url)]);
     mcp.timeout_seconds = 5.0;
-    let hub = McpHub::start(&mcp).await;
+    let hub = start(&mcp).await;
     assert!(names(&hub).is_empty());
     assert!(hub.status()[0].error.is_some());
 

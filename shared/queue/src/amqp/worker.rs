@@ -69,6 +69,7 @@ impl Shared {
                 steps: 0,
                 tool_calls: 0,
                 total_tokens: 0,
+                attachments: Vec::new(),
             },
         )
     }

@@ -63,6 +63,7 @@ pub fn done(task_id: &str, attempt: u32, worker: &str) -> WorkerEvent {
             steps: 1,
             tool_calls: 0,
             total_tokens: 1,
+            attachments: Vec::new(),
         },
     )
 }

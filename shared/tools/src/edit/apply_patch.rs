@@ -1,15 +1,18 @@
-use crate::files::{ManagedRoot, PathError};
+use crate::files::{ManagedRoot, PathError, ProtectedPaths};
 use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
 use minibot_apply_patch::{Options, PatchError, commit_changes, parse_patch, plan_changes};
 use minibot_config::Config;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 pub struct ApplyPatch {
     workspace: ManagedRoot,
     options: Options,
     max_patch_bytes: u64,
+    /// The config and vault files: a patch that touches one asks the user first.
+    protected: ProtectedPaths,
 }
 
 impl ApplyPatch {
@@ -21,6 +24,7 @@ impl ApplyPatch {
             workspace: ManagedRoot::create(&root, !confined)?,
             options: Options { preserve_trailing_newline: section.preserve_trailing_newline },
             max_patch_bytes: section.max_patch_bytes.bytes(),
+            protected: ProtectedPaths::from_config(config),
         })
     }
 
@@ -81,16 +85,29 @@ impl Tool for ApplyPatch {
         })
     }
 
-    async fn call(&self, args: Args, _ctx: &ToolContext) -> ToolResult {
+    async fn call(&self, args: Args, ctx: &ToolContext) -> ToolResult {
         if args.patch_text.len() as u64 > self.max_patch_bytes {
             return Err(ToolError::respond(
                 "patch_too_large",
                 format!("patch is {} bytes; the limit is {}; split it", args.patch_text.len(), self.max_patch_bytes),
             ));
         }
-        let outcome = parse_patch(&args.patch_text)
-            .and_then(|hunks| plan_changes(&hunks, &|p| self.resolve(p), self.options))
-            .and_then(|(changes, summary)| commit_changes(&changes).map(|()| summary));
+        // Every path the patch touches, as resolved, to check against the protected files before anything is
+        // written.
+        let touched: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+        let resolve = |written: &str| {
+            let real = self.resolve(written)?;
+            touched.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(real.clone());
+            Ok(real)
+        };
+        let planned = parse_patch(&args.patch_text).and_then(|hunks| plan_changes(&hunks, &resolve, self.options));
+        if planned.is_ok() {
+            let touched = touched.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let targets: Vec<&Path> = touched.iter().map(PathBuf::as_path).collect();
+            let shown = json!({ "patch_text": args.patch_text });
+            self.protected.guard(ctx, "apply_patch", &shown, "patches", &targets).await?;
+        }
+        let outcome = planned.and_then(|(changes, summary)| commit_changes(&changes).map(|()| summary));
         match outcome {
             Ok(summary) => Ok(json!({
                 "ok": true,

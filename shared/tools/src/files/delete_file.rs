@@ -1,11 +1,20 @@
-use super::{ManagedRoot, io_error, result};
+use super::{ManagedRoot, ProtectedPaths, io_error, result};
 use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
 
-tool_struct!(DeleteFile { root: Arc<ManagedRoot> });
+pub struct DeleteFile {
+    root: Arc<ManagedRoot>,
+    protected: Arc<ProtectedPaths>,
+}
+
+impl DeleteFile {
+    pub fn new(root: Arc<ManagedRoot>, protected: Arc<ProtectedPaths>) -> Self {
+        Self { root, protected }
+    }
+}
 
 #[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -50,7 +59,7 @@ impl Tool for DeleteFile {
         })
     }
 
-    async fn call(&self, args: Args, _ctx: &ToolContext) -> ToolResult {
+    async fn call(&self, args: Args, ctx: &ToolContext) -> ToolResult {
         let path = self.root.resolve_entry(&args.path)?;
         let target = args.target.unwrap_or(Target::Any);
         let recursive = args.recursive.unwrap_or(false);
@@ -81,6 +90,8 @@ impl Tool for DeleteFile {
                 format!("{} is a {target_type}, not a {target_name}", path.display()),
             ));
         }
+        let shown = json!({ "path": args.path, "target": target_name, "recursive": recursive });
+        self.protected.guard(ctx, "delete_file", &shown, "deletes", &[&path.absolute]).await?;
         let deleted_count = if is_dir {
             let count = count_entries(&path.absolute);
             if count > 0 && !recursive {

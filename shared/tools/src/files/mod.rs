@@ -7,6 +7,7 @@ mod file_info;
 mod glob_files;
 mod list_files;
 mod move_file;
+mod protected;
 mod read_file;
 mod root;
 mod self_insert_artifact;
@@ -19,6 +20,7 @@ pub use file_info::FileInfo;
 pub use glob_files::GlobFiles;
 pub use list_files::ListFiles;
 pub use move_file::MoveFile;
+pub use protected::ProtectedPaths;
 pub use read_file::ReadFile;
 pub use root::{ManagedPath, ManagedRoot, PathError};
 pub use self_insert_artifact::SelfInsertArtifact;
@@ -40,13 +42,14 @@ pub fn register(registry: &mut ToolRegistry, services: &ToolServices, directives
         return;
     };
     let max_write = services.config.tools.file_storage.max_write_bytes.bytes();
+    let protected = Arc::new(ProtectedPaths::from_config(&services.config));
     registry.register(dyn_tool(ListFiles::new(Arc::clone(&root))));
     registry.register(dyn_tool(GlobFiles::new(Arc::clone(&root))));
     registry.register(dyn_tool(FileInfo::new(Arc::clone(&root))));
-    registry.register(dyn_tool(WriteFile::new(Arc::clone(&root), max_write)));
+    registry.register(dyn_tool(WriteFile::new(Arc::clone(&root), max_write, Arc::clone(&protected))));
     registry.register(dyn_tool(ReadFile::new(Arc::clone(&root))));
-    registry.register(dyn_tool(MoveFile::new(Arc::clone(&root))));
-    registry.register(dyn_tool(DeleteFile::new(Arc::clone(&root))));
+    registry.register(dyn_tool(MoveFile::new(Arc::clone(&root), Arc::clone(&protected))));
+    registry.register(dyn_tool(DeleteFile::new(Arc::clone(&root), protected)));
     if directives {
         registry.register(dyn_tool(SendFile::new(Arc::clone(&root))));
     }

@@ -1,10 +1,19 @@
-use super::{ManagedRoot, io_error, not_found};
+use super::{ManagedRoot, ProtectedPaths, io_error, not_found};
 use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
-tool_struct!(MoveFile { root: Arc<ManagedRoot> });
+pub struct MoveFile {
+    root: Arc<ManagedRoot>,
+    protected: Arc<ProtectedPaths>,
+}
+
+impl MoveFile {
+    pub fn new(root: Arc<ManagedRoot>, protected: Arc<ProtectedPaths>) -> Self {
+        Self { root, protected }
+    }
+}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -39,7 +48,7 @@ impl Tool for MoveFile {
         })
     }
 
-    async fn call(&self, args: Args, _ctx: &ToolContext) -> ToolResult {
+    async fn call(&self, args: Args, ctx: &ToolContext) -> ToolResult {
         let source = self.root.resolve_entry(&args.source_path)?;
         let destination = self.root.resolve_entry(&args.destination_path)?;
         let overwrite = args.overwrite.unwrap_or(false);
@@ -66,6 +75,11 @@ impl Tool for MoveFile {
                 ));
             }
         }
+        let shown = json!({
+            "source_path": args.source_path, "destination_path": args.destination_path, "overwrite": overwrite
+        });
+        let targets = [source.absolute.as_path(), destination.absolute.as_path()];
+        self.protected.guard(ctx, "move_file", &shown, "moves or replaces", &targets).await?;
         if let Some(parent) = destination.absolute.parent() {
             std::fs::create_dir_all(parent).map_err(|e| io_error("create the folder for", &destination, &e))?;
         }

@@ -233,7 +233,7 @@ fn normalize(path: &Path) -> Option<PathBuf> {
 
 /// The path with every symlink in its existing part resolved; the part that does not exist yet is appended
 /// as written.
-fn real_path(lexical: &Path) -> Result<PathBuf, PathError> {
+pub(super) fn real_path(lexical: &Path) -> Result<PathBuf, PathError> {
     let mut existing = lexical.to_path_buf();
     let mut missing: Vec<std::ffi::OsString> = Vec::new();
     loop {

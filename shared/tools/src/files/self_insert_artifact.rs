@@ -1,14 +1,21 @@
-//! `self_insert_artifact` puts a managed file or image into the agent's own context. Like `send_file` it
-//! cannot do that itself: it returns `{"directive": {"type": "append_message", "message": {...}}}`, a user
-//! message whose parts reference the file as `{"type": "managed_file", "path": <absolute>}`. Only the main
-//! agent honours the directive; system-role inserts are refused because they would let file content speak
+//! `self_insert_artifact` puts a managed image or text file into the agent's own context. Like `send_file` it
+//! cannot do that itself: it checks the file and returns `{"directive": {"type": "append_message", "message":
+//! {...}}}`, a user message whose parts reference the file as `{"type": "managed_file", "path": <absolute>}`.
+//! The agent loop reads the file and adds the message after the step's tool results, so the model's next
+//! request carries it: an image as an `image_url` part with a `data:` URL, a text file as a text part (see
+//! `minibot_agent::directives`). System-role inserts are refused because they would let file content speak
 //! with the system prompt's authority.
 
-use super::{ManagedRoot, mime_for, not_found};
+use super::{ManagedRoot, existing_file, mime_for};
+use minibot_agent::directives::{MAX_IMAGE_BYTES, MAX_TEXT_BYTES};
 use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::io::Read;
 use std::sync::Arc;
+
+/// The image types OpenAI-compatible vision inputs take.
+const IMAGE_TYPES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];
 
 tool_struct!(SelfInsertArtifact { root: Arc<ManagedRoot> });
 
@@ -43,14 +50,20 @@ impl Tool for SelfInsertArtifact {
     }
 
     fn description(&self) -> String {
-        "Insert a managed file or image into your own context as a user message, so you can look at it.".into()
+        format!(
+            "Look at a managed file yourself: it is added to your context as a user message right after this \
+             result. `as`: \"image\" for a PNG, JPEG, GIF or WebP image (up to {} MB), \"file\" for a UTF-8 text \
+             file (the first {} KB).",
+            MAX_IMAGE_BYTES / (1024 * 1024),
+            MAX_TEXT_BYTES / 1000
+        )
     }
 
     fn parameters(&self) -> Value {
         json!({
             "type": "object",
             "properties": {
-                "path": { "type": "string" },
+                "path": { "type": "string", "description": "Path relative to the managed root." },
                 "as": { "type": "string", "enum": ["image", "file"] },
                 "role": { "type": ["string", "null"], "enum": ["user", "system", null], "description": "Only user is honoured." },
                 "text": { "type": ["string", "null"], "description": "Text to put before the artifact." },
@@ -70,39 +83,95 @@ impl Tool for SelfInsertArtifact {
                 format!("role `{role}` is not allowed; artifacts are inserted as user messages only"),
             ));
         }
-        let path = self.root.resolve_required(&args.path)?;
-        if !path.absolute.is_file() {
-            return Err(not_found(&path));
-        }
+        let path = existing_file(&self.root, &args.path)?;
+        let shown = path.display();
         let mime = args.mime.unwrap_or_else(|| mime_for(&path.absolute));
-        if args.kind == Kind::Image && !mime.starts_with("image/") {
-            return Err(ToolError::respond(
-                "not_an_image",
-                format!("{} has type {mime}; insert it with as=\"file\"", path.display()),
-            ));
-        }
-        let size = std::fs::metadata(&path.absolute).map(|m| m.len()).unwrap_or(0);
+        let size = std::fs::metadata(&path.absolute)
+            .map(|m| m.len())
+            .map_err(|e| ToolError::respond("file_io_error", format!("cannot read {shown}: {e}")))?;
+        let filename = args
+            .filename
+            .or_else(|| path.absolute.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| shown.clone());
+        let truncated = match args.kind {
+            Kind::Image => {
+                check_image(&shown, &mime, size)?;
+                false
+            }
+            Kind::File => check_text(&path.absolute, &shown, &mime)?,
+        };
         let absolute = path.absolute.display().to_string();
-        let filename = args.filename.or_else(|| path.absolute.file_name().map(|n| n.to_string_lossy().into_owned()));
-        let mut parts = Vec::new();
-        if let Some(text) = args.text.filter(|t| !t.is_empty()) {
-            parts.push(json!({ "type": "text", "text": text }));
-        }
         let kind = if args.kind == Kind::Image { "image" } else { "file" };
-        parts.push(json!({
-            "type": kind,
-            "source": { "type": "managed_file", "path": absolute },
-            "mime": mime,
-            "filename": filename,
-        }));
+        let label = args.text.filter(|t| !t.is_empty()).unwrap_or_else(|| {
+            format!("{kind} {filename} ({mime}, {size} bytes), inserted with self_insert_artifact:")
+        });
+        let parts = vec![
+            json!({ "type": "text", "text": label }),
+            json!({ "type": kind, "source": { "type": "managed_file", "path": absolute }, "mime": mime,
+                    "filename": filename }),
+        ];
+        let notice = if truncated {
+            format!(
+                "The first {MAX_TEXT_BYTES} of {size} bytes of {shown} are added to your context as the user \
+                 message after this result; the rest was cut."
+            )
+        } else {
+            format!("{shown} is added to your context as the user message after this result.")
+        };
         Ok(json!({
             "status": "ok",
             "ok": true,
-            "path": path.display(),
+            "inserted": true,
+            "as": kind,
+            "path": shown,
             "path_absolute": absolute,
             "mime": mime,
             "size": size,
+            "truncated": truncated,
+            "message": notice,
             "directive": { "type": "append_message", "message": { "role": "user", "content": parts } },
         }))
     }
+}
+
+fn check_image(shown: &str, mime: &str, size: u64) -> Result<(), ToolError> {
+    if !mime.starts_with("image/") {
+        return Err(ToolError::respond("not_an_image", format!("{shown} has type {mime}; insert it with as=\"file\"")));
+    }
+    if !IMAGE_TYPES.contains(&mime) {
+        return Err(ToolError::respond(
+            "unsupported_image_type",
+            format!("{shown} is {mime}; models take PNG, JPEG, GIF and WebP images only"),
+        ));
+    }
+    if size > MAX_IMAGE_BYTES {
+        return Err(ToolError::respond(
+            "file_too_large",
+            format!("{shown} is {size} bytes; images up to {MAX_IMAGE_BYTES} bytes can be inserted"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that the part that will be inserted is UTF-8 text; returns whether the file is longer than that.
+fn check_text(absolute: &std::path::Path, shown: &str, mime: &str) -> Result<bool, ToolError> {
+    let read_error = |e: std::io::Error| ToolError::respond("file_io_error", format!("cannot read {shown}: {e}"));
+    let file = std::fs::File::open(absolute).map_err(read_error)?;
+    let mut head = Vec::with_capacity(MAX_TEXT_BYTES + 1);
+    file.take(MAX_TEXT_BYTES as u64 + 1).read_to_end(&mut head).map_err(read_error)?;
+    let truncated = head.len() > MAX_TEXT_BYTES;
+    head.truncate(MAX_TEXT_BYTES);
+    let text_ok = match std::str::from_utf8(&head) {
+        Ok(_) => true,
+        // A character cut by the size limit is fine; an invalid byte anywhere else is not text.
+        Err(error) => truncated && error.error_len().is_none(),
+    };
+    if !text_ok {
+        let hint = if mime.starts_with("image/") { "; insert an image with as=\"image\"" } else { "" };
+        return Err(ToolError::respond(
+            "not_text",
+            format!("{shown} is not UTF-8 text ({mime}); only text files and images can be inserted{hint}"),
+        ));
+    }
+    Ok(truncated)
 }

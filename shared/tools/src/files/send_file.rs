@@ -1,9 +1,9 @@
 //! `send_file` cannot reach a channel from inside the tool crate, so it returns a directive instead of
-//! sending: `{"directive": {"type": "send_file", "path": <absolute>, "caption": <text|null>}}`. The
-//! conversation layer that owns the channel performs the delivery when it sees the directive in a result;
-//! a caller that ignores directives (a codemode script, a worker) simply sends nothing. A channel that cannot
-//! deliver files at all (its [`minibot_agent::ChannelCapabilities`] say so) gets an error instead of a
-//! directive, so the model is never told a file was sent when it was not.
+//! sending: `{"directive": {"type": "send_file", "path": <absolute>, "relative": <path|null>, "caption":
+//! <text|null>}}`. The agent loop takes it out of the result and hands the file to the conversation, which
+//! passes it to the chat's channel at once (see `minibot_agent::directives`). A channel that cannot deliver
+//! files at all (its [`minibot_agent::ChannelCapabilities`] say so) gets an error instead of a directive, so the
+//! model is never told a file was sent when it was not.
 
 use super::{ManagedRoot, existing_file, mime_for, result};
 use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
@@ -32,7 +32,9 @@ impl Tool for SendFile {
     }
 
     fn description(&self) -> String {
-        "Deliver a managed file to the current conversation, with an optional caption.".into()
+        "Deliver a managed file to the user in the current conversation, with an optional caption. The file is \
+         sent right away; say in your answer what you sent."
+            .into()
     }
 
     fn parameters(&self) -> Value {
@@ -68,8 +70,12 @@ impl Tool for SendFile {
         out.insert("channel".into(), json!(ctx.channel));
         out.insert("chat_id".into(), json!(ctx.chat_id));
         out.insert("mime".into(), json!(mime_for(&path.absolute)));
+        out.insert("size_bytes".into(), json!(std::fs::metadata(&path.absolute).map(|m| m.len()).ok()));
         out.insert("sent".into(), json!(true));
-        out.insert("directive".into(), json!({ "type": "send_file", "path": absolute, "caption": args.caption }));
+        out.insert(
+            "directive".into(),
+            json!({ "type": "send_file", "path": absolute, "relative": path.relative, "caption": args.caption }),
+        );
         Ok(Value::Object(out))
     }
 }

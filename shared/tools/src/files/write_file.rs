@@ -1,4 +1,4 @@
-use super::{ManagedRoot, io_error, result};
+use super::{ManagedRoot, ProtectedPaths, io_error, result};
 use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -9,11 +9,12 @@ use std::sync::Arc;
 pub struct WriteFile {
     root: Arc<ManagedRoot>,
     max_write_bytes: u64,
+    protected: Arc<ProtectedPaths>,
 }
 
 impl WriteFile {
-    pub fn new(root: Arc<ManagedRoot>, max_write_bytes: u64) -> Self {
-        Self { root, max_write_bytes }
+    pub fn new(root: Arc<ManagedRoot>, max_write_bytes: u64, protected: Arc<ProtectedPaths>) -> Self {
+        Self { root, max_write_bytes, protected }
     }
 }
 
@@ -53,7 +54,7 @@ impl Tool for WriteFile {
         })
     }
 
-    async fn call(&self, args: Args, _ctx: &ToolContext) -> ToolResult {
+    async fn call(&self, args: Args, ctx: &ToolContext) -> ToolResult {
         let path = self.root.resolve_required(&args.path)?;
         let overwrite = args.overwrite.unwrap_or(false);
         if args.content.is_empty() {
@@ -75,6 +76,8 @@ impl Tool for WriteFile {
                 format!("{} already exists; pass overwrite=true to replace it", path.display()),
             ));
         }
+        let shown = json!({ "path": args.path, "overwrite": overwrite, "content": args.content });
+        self.protected.guard(ctx, "write_file", &shown, "writes", &[&path.absolute]).await?;
         if let Some(parent) = path.absolute.parent() {
             std::fs::create_dir_all(parent).map_err(|e| io_error("create the folder for", &path, &e))?;
         }

@@ -1,119 +1,161 @@
-//! A read-only report of what this instance runs. It is assembled from the config field by field, never by
-//! dumping sections, so keys, tokens and credential URLs cannot leak into it.
+//! A read-only report of what this instance really runs: the tools the agent was given (after its policy, without
+//! the ones that failed to register), the sandbox each execution tool would apply on this host, and the channels
+//! this process serves. It never reports a section merely because the config enables it, and it is assembled
+//! field by field, never by dumping sections, so keys, tokens and credential URLs cannot leak into it.
 
+use crate::exec::sandbox::{self, SandboxSettings};
 use minibot_agent::{Tool, ToolContext, ToolResult};
-use minibot_config::Config;
+use minibot_config::{Config, SandboxMode};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
+
+/// What this process runs, kept up to date by the code that assembles the agent's tools (and, for channels,
+/// the code that starts them). A fresh one knows no tools and no channels.
+#[derive(Debug, Default)]
+pub struct Running(RwLock<RunningFacts>);
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct RunningFacts {
+    /// The agent's tool names after its policy, MCP tools included.
+    pub tools: Vec<String>,
+    /// MCP servers that contribute at least one of those tools.
+    pub mcp_servers: Vec<String>,
+    /// Channels this process serves.
+    pub channels: Vec<String>,
+}
+
+impl Running {
+    pub fn set_tools(&self, tools: Vec<String>, mcp_servers: Vec<String>) {
+        let mut facts = self.0.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        facts.tools = tools;
+        facts.mcp_servers = mcp_servers;
+    }
+
+    pub fn set_channels(&self, channels: Vec<String>) {
+        self.0.write().unwrap_or_else(|poisoned| poisoned.into_inner()).channels = channels;
+    }
+
+    pub fn snapshot(&self) -> RunningFacts {
+        self.0.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+    }
+}
+
+/// The managed-file tools; any of them present means `[tools.file_storage]` runs.
+const FILE_TOOLS: &[&str] = &[
+    "list_files",
+    "glob_files",
+    "file_info",
+    "read_file",
+    "write_file",
+    "move_file",
+    "delete_file",
+    "send_file",
+    "code_read",
+    "self_insert_artifact",
+];
 
 pub struct GetSettings {
     config: Arc<Config>,
+    running: Arc<Running>,
 }
 
 impl GetSettings {
-    pub fn new(config: Arc<Config>) -> Self {
-        Self { config }
+    pub fn new(config: Arc<Config>, running: Arc<Running>) -> Self {
+        Self { config, running }
     }
 
-    fn report(&self) -> Value {
+    async fn report(&self, ctx: &ToolContext) -> Value {
         let c = &self.config;
-        let mut channels = vec!["console"];
-        if c.channels.telegram.enabled && !c.channels.telegram.bot_token.is_empty() {
-            channels.push("telegram");
-        }
-        if c.http.enabled {
-            channels.push("web");
+        let mut facts = self.running.snapshot();
+        // The agent loop knows exactly which tools this run has; the recorded set serves calls outside a run.
+        if let Some(names) = &ctx.agent_tools {
+            facts.tools = names.to_vec();
         }
         let mut tools = Map::new();
-        let t = &c.tools;
-        if t.time.enabled {
-            tools.insert("current_datetime".into(), json!({ "default_format": t.time.default_format }));
-        }
-        if t.calculator.enabled {
-            tools.insert(
-                "calculate_expression".into(),
-                json!({
-                "default_scale": t.calculator.default_scale,
-                "max_expression_length": t.calculator.max_expression_length }),
-            );
-        }
-        if t.wait.enabled {
-            tools.insert("wait".into(), json!({ "max_milliseconds": t.wait.max_milliseconds }));
-        }
-        if t.python_exec.enabled {
-            tools.insert(
-                "python_execute".into(),
-                json!({
-                "sandbox_mode": t.python_exec.sandbox_mode.as_str(),
-                "default_timeout_seconds": t.python_exec.default_timeout_seconds,
-                "max_timeout_seconds": t.python_exec.max_timeout_seconds }),
-            );
-        }
-        if t.bash.enabled {
-            tools.insert(
-                "bash".into(),
-                json!({
-                "sandbox_mode": t.bash.sandbox_mode.as_str(),
-                "default_timeout_seconds": t.bash.default_timeout_seconds,
-                "max_timeout_seconds": t.bash.max_timeout_seconds,
-                "env_allowlist": t.bash.env_allowlist }),
-            );
-        }
-        if t.file_storage.enabled {
-            tools.insert(
-                "file_storage".into(),
-                json!({
-                "root_dir": c.resolve_path(&t.file_storage.root_dir),
-                "mode": if t.file_storage.allow_outside_root { "yolo" } else { "confined" },
-                "max_write_bytes": t.file_storage.max_write_bytes.bytes() }),
-            );
-        }
-        if t.grep.enabled {
-            tools.insert("grep".into(), json!({ "max_matches": t.grep.max_matches }));
-        }
-        if t.http_client.enabled {
-            tools.insert("http_request".into(), json!({ "timeout_seconds": t.http_client.timeout_seconds }));
-        }
-        if t.apply_patch.enabled {
-            tools.insert(
-                "apply_patch".into(),
-                json!({ "workspace_root": c.resolve_path(&t.apply_patch.workspace_root) }),
-            );
-        }
-        if t.mcp.enabled {
-            let names: Vec<&str> = t.mcp.servers.iter().map(|s| s.name.as_str()).collect();
-            tools.insert("mcp".into(), json!({ "servers": names }));
+        for name in &facts.tools {
+            tools.insert(name.clone(), self.details(name).await);
         }
         let mut report = json!({
             "ok": true,
             "version": env!("CARGO_PKG_VERSION"),
             "config_path": c.source.as_ref().map(|p| p.display().to_string()),
             "cwd": std::env::current_dir().ok().map(|p| p.display().to_string()),
-            "channels": channels,
+            "channels": facts.channels,
             "llm": { "provider": c.llm.provider, "model": c.llm.model, "prompts_dir": c.resolve_path(&c.llm.prompts_dir) },
-            "memory": {
-                "backend": c.memory.backend,
-                "max_history_messages": c.memory.max_history_messages,
-                "max_history_tokens": c.memory.max_history_tokens,
-            },
+            // SQLite is the only conversation store; `[memory] backend` is informational, as in MiniBot.
+            "memory": { "backend": "sqlite", "max_history_messages": c.memory.max_history_messages },
             "tools": tools,
             "agents": {
                 "directory": c.resolve_path(&c.orchestration.directory),
                 "specialists_enabled": c.specialists_enabled(),
             },
         });
+        let t = &c.tools;
+        if facts.tools.iter().any(|name| FILE_TOOLS.contains(&name.as_str())) {
+            report["file_storage"] = json!({
+                "root_dir": c.resolve_path(&t.file_storage.root_dir),
+                "mode": if t.file_storage.allow_outside_root { "yolo" } else { "confined" },
+                "max_write_bytes": t.file_storage.max_write_bytes.bytes(),
+            });
+        }
+        if !facts.mcp_servers.is_empty() {
+            report["mcp"] = json!({ "servers": facts.mcp_servers });
+        }
         if c.tasks.enabled {
             report["tasks"] = json!({ "backend": c.tasks.backend.as_str() });
         }
-        if c.scheduler.prompts.enabled {
-            report["scheduler"] = json!({ "poll_interval_seconds": c.scheduler.prompts.poll_interval_seconds });
-        }
+        // The vault is unlocked at start-up whenever it is on; a vault that cannot be opened stops start-up.
         if c.vault.enabled {
             report["vault"] = json!({ "enabled": true });
         }
         report
     }
+
+    /// The settings that shape one tool's behaviour; `{}` for tools without any.
+    async fn details(&self, name: &str) -> Value {
+        let t = &self.config.tools;
+        match name {
+            "current_datetime" => json!({ "default_format": t.time.default_format }),
+            "calculate_expression" => json!({
+                "default_scale": t.calculator.default_scale,
+                "max_expression_length": t.calculator.max_expression_length,
+            }),
+            "wait" => json!({ "max_milliseconds": t.wait.max_milliseconds }),
+            "python_execute" => {
+                let p = &t.python_exec;
+                let mut out = sandbox_report(p.sandbox_mode, &p.rlimit, &p.cgroup, &p.jail).await;
+                out.insert("default_timeout_seconds".into(), p.default_timeout_seconds.into());
+                out.insert("max_timeout_seconds".into(), p.max_timeout_seconds.into());
+                Value::Object(out)
+            }
+            "bash" => {
+                let b = &t.bash;
+                let mut out = sandbox_report(b.sandbox_mode, &b.rlimit, &b.cgroup, &b.jail).await;
+                out.insert("default_timeout_seconds".into(), b.default_timeout_seconds.into());
+                out.insert("max_timeout_seconds".into(), b.max_timeout_seconds.into());
+                out.insert("env_allowlist".into(), json!(b.env_allowlist));
+                Value::Object(out)
+            }
+            "http_request" => json!({ "timeout_seconds": t.http_client.timeout_seconds }),
+            "grep" => json!({ "max_matches": t.grep.max_matches }),
+            "apply_patch" => json!({ "workspace_root": self.config.resolve_path(&t.apply_patch.workspace_root) }),
+            _ => json!({}),
+        }
+    }
+}
+
+/// The mode a run would get on this host now (a requested mode that cannot apply falls back, with the reason).
+async fn sandbox_report(
+    mode: SandboxMode,
+    rlimit: &minibot_config::RlimitSection,
+    cgroup: &minibot_config::CgroupSection,
+    jail: &minibot_config::JailSection,
+) -> Map<String, Value> {
+    let settings = SandboxSettings { mode, rlimit: rlimit.clone(), cgroup: cgroup.clone(), jail: jail.clone() };
+    let mut out = Map::new();
+    sandbox::plan(&settings).await.describe(&mut out);
+    out
 }
 
 #[derive(Deserialize)]
@@ -128,8 +170,9 @@ impl Tool for GetSettings {
     }
 
     fn description(&self) -> String {
-        "Report what this assistant instance runs: version, config path, channels, model, enabled tools and \
-         their settings, agents and tasks. Never includes keys or tokens."
+        "Report what this assistant instance runs: version, config path, channels, model, the tools you have and \
+         their settings (the sandbox each execution tool applies on this host), agents and tasks. Never includes \
+         keys or tokens."
             .into()
     }
 
@@ -137,8 +180,8 @@ impl Tool for GetSettings {
         json!({ "type": "object", "properties": {}, "required": [], "additionalProperties": false })
     }
 
-    async fn call(&self, _args: Args, _ctx: &ToolContext) -> ToolResult {
-        Ok(self.report())
+    async fn call(&self, _args: Args, ctx: &ToolContext) -> ToolResult {
+        Ok(self.report(ctx).await)
     }
 }
 
@@ -150,17 +193,19 @@ mod tests {
     async fn never_reports_secrets() {
         let config = Config::from_toml(
             "[llm]\napi_key = \"sk-secret-123\"\nbase_url = \"https://user:pw@proxy.example/v1\"\n\
-             [channels.telegram]\nbot_token = \"123:tg-secret\"\n[http]\nauth_token = \"web-secret\"\n",
+             [channels.telegram]\nenabled = false\nbot_token = \"123:tg-secret\"\n[http]\nauth_token = \"web-secret\"\n",
             "t.toml",
             "/tmp",
             &|_| None,
         )
         .expect("config");
-        let tool = GetSettings::new(Arc::new(config));
+        let running = Arc::new(Running::default());
+        running.set_tools(vec!["get_settings".into(), "bash".into()], vec![]);
+        let tool = GetSettings::new(Arc::new(config), running);
         let text = tool.call(Args {}, &ToolContext::default()).await.expect("report").to_string();
         for secret in ["sk-secret-123", "pw@proxy", "tg-secret", "web-secret"] {
             assert!(!text.contains(secret), "leaked {secret}: {text}");
         }
-        assert!(text.contains("telegram"));
+        assert!(!text.contains("telegram") && !text.contains("\"web\""), "{text}");
     }
 }

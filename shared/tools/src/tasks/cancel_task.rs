@@ -21,7 +21,8 @@ impl Tool for CancelTask {
 
     fn description(&self) -> String {
         "Cancel a queued or running background task by its id (or a unique prefix of at least 8 characters). \
-         A cancelled task reports nothing."
+         A cancelled task reports nothing. `cancelled: true` means the cancel reached the task queue; when it \
+         cannot, the call fails and the task keeps running."
             .into()
     }
 

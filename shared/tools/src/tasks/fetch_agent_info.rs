@@ -1,10 +1,22 @@
-use super::TaskService;
+use super::{TaskService, available_providers};
 use minibot_agent::{Tool, ToolContext, ToolResult};
+use minibot_config::Config;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-tool_struct!(FetchAgentInfo { service: Arc<dyn TaskService> });
+pub struct FetchAgentInfo {
+    service: Arc<dyn TaskService>,
+    /// Says which providers this build can call with the credentials it has; the service's answer is
+    /// overridden with that, so the model is never offered a provider a task would then fail on.
+    config: Arc<Config>,
+}
+
+impl FetchAgentInfo {
+    pub fn new(service: Arc<dyn TaskService>, config: Arc<Config>) -> Self {
+        Self { service, config }
+    }
+}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -35,6 +47,10 @@ impl Tool for FetchAgentInfo {
     }
 
     async fn call(&self, args: Args, _ctx: &ToolContext) -> ToolResult {
-        self.service.agent_info(args.agent_name.trim()).await
+        let mut info = self.service.agent_info(args.agent_name.trim()).await?;
+        if let Some(object) = info.as_object_mut() {
+            object.insert("available_providers".into(), available_providers(&self.config));
+        }
+        Ok(info)
     }
 }

@@ -21,7 +21,7 @@ pub use minibot_protocol::{Delivery, TaskStatus};
 
 use futures_util::future::BoxFuture;
 use minibot_agent::{ToolContext, ToolError, ToolRegistry, dyn_tool};
-use minibot_config::DelegationMode;
+use minibot_config::{Config, DelegationMode};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -82,20 +82,29 @@ pub trait TaskService: Send + Sync {
     fn roster(&self) -> Vec<(String, String)>;
 }
 
-/// Adds the delegation tools. `spawn_task` only in `delegation_mode = "auto"`; `fetch_agent_info` only when
-/// specialists exist.
-pub fn register(registry: &mut ToolRegistry, service: Arc<dyn TaskService>, mode: DelegationMode) {
-    if mode == DelegationMode::Auto {
-        registry.register(dyn_tool(Submit::new(Delivery::Spawn, service.clone())));
+/// Adds the delegation tools. `spawn_task` only in `[tasks] delegation_mode = "auto"`; `fetch_agent_info` only
+/// when specialists exist. `config` says which model providers a task may select.
+pub fn register(registry: &mut ToolRegistry, service: Arc<dyn TaskService>, config: &Arc<Config>) {
+    if config.tasks.delegation_mode == DelegationMode::Auto {
+        registry.register(dyn_tool(Submit::new(Delivery::Spawn, service.clone(), config.clone())));
     }
-    registry.register(dyn_tool(Submit::new(Delivery::Delegate, service.clone())));
+    registry.register(dyn_tool(Submit::new(Delivery::Delegate, service.clone(), config.clone())));
     registry.register(dyn_tool(CancelTask::new(service.clone())));
     registry.register(dyn_tool(MessageTask::new(service.clone())));
     registry.register(dyn_tool(ListTasks::new(service.clone())));
     registry.register(dyn_tool(GetTask::new(service.clone())));
     if !service.roster().is_empty() {
-        registry.register(dyn_tool(FetchAgentInfo::new(service)));
+        registry.register(dyn_tool(FetchAgentInfo::new(service, config.clone())));
     }
+}
+
+/// The providers a task may select, as the model sees them.
+fn available_providers(config: &Config) -> Value {
+    config
+        .available_providers()
+        .into_iter()
+        .map(|p| serde_json::json!({ "name": p.name, "api_format": p.api_format.as_str(), "models": p.models }))
+        .collect()
 }
 
 fn empty_to_none(value: Option<String>) -> Option<String> {

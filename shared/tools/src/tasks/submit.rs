@@ -1,5 +1,6 @@
 use super::{Delivery, TaskRequest, TaskService, empty_to_none};
 use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
+use minibot_config::Config;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -11,11 +12,29 @@ const MAX_PROMPT_CHARS: usize = 32_000;
 pub struct Submit {
     delivery: Delivery,
     service: Arc<dyn TaskService>,
+    /// Workers load the same config, so a provider it cannot serve no worker can.
+    config: Arc<Config>,
 }
 
 impl Submit {
-    pub fn new(delivery: Delivery, service: Arc<dyn TaskService>) -> Self {
-        Self { delivery, service }
+    pub fn new(delivery: Delivery, service: Arc<dyn TaskService>, config: Arc<Config>) -> Self {
+        Self { delivery, service, config }
+    }
+
+    /// Refuses a `model_provider` no worker could call, before anything is queued.
+    fn check_provider(&self, provider: &str) -> Result<(), ToolError> {
+        let Err(why) = self.config.provider_for_task(provider) else {
+            return Ok(());
+        };
+        let available: Vec<String> = self.config.available_providers().into_iter().map(|p| p.name).collect();
+        let available = if available.is_empty() { "none".to_string() } else { available.join(", ") };
+        Err(ToolError::respond(
+            "provider_unavailable",
+            format!(
+                "model_provider `{provider}` cannot run a task: {why}. Available providers: {available}; or leave \
+                 model_provider empty for the default"
+            ),
+        ))
     }
 }
 
@@ -81,7 +100,7 @@ impl Tool for Submit {
                 "agent_name": { "type": ["string", "null"], "description": "A specialist's exact name, or null for a general worker." },
                 "context_json": { "type": ["string", "null"], "description": "Optional JSON object text with extra data." },
                 "timeout_seconds": { "type": ["integer", "null"], "minimum": 1 },
-                "model_provider": { "type": ["string", "null"] },
+                "model_provider": { "type": ["string", "null"], "description": "A provider name from fetch_agent_info's available_providers, or null for the default." },
                 "model": { "type": ["string", "null"] },
                 "reasoning_effort": { "type": ["string", "null"] }
             },
@@ -114,13 +133,17 @@ impl Tool for Submit {
             Some(t) if t >= 1 => Some(u64::try_from(t).unwrap_or(u64::MAX)),
             Some(_) => return Err(ToolError::invalid_arguments("timeout_seconds must be at least 1")),
         };
+        let model_provider = empty_to_none(args.model_provider);
+        if let Some(provider) = &model_provider {
+            self.check_provider(provider)?;
+        }
         let request = TaskRequest {
             delivery: self.delivery,
             prompt,
             agent_name: empty_to_none(args.agent_name),
             context_json,
             timeout_seconds,
-            model_provider: empty_to_none(args.model_provider),
+            model_provider,
             model: empty_to_none(args.model),
             reasoning_effort: empty_to_none(args.reasoning_effort),
         };

@@ -154,7 +154,11 @@ async fn send_file_and_self_insert_return_directives() {
     env.write("chart.png", "png");
     let sent = env.ok("send_file", json!({ "path": "report.pdf", "caption": "Q3" })).await;
     let absolute = env.root().join("report.pdf").display().to_string();
-    assert_eq!(sent["directive"], json!({ "type": "send_file", "path": absolute, "caption": "Q3" }));
+    assert_eq!(
+        sent["directive"],
+        json!({ "type": "send_file", "path": absolute, "relative": "report.pdf", "caption": "Q3" })
+    );
+    assert_eq!(sent["size_bytes"], 8);
 
     let inserted = env.ok("self_insert_artifact", json!({ "path": "chart.png", "as": "image", "text": "look" })).await;
     let message = &inserted["directive"]["message"];

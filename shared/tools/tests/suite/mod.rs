@@ -1,10 +1,13 @@
 mod calculator;
+mod delivery;
 mod exec;
 mod files;
 mod grep;
 mod http;
 mod patch_tool;
 mod paths;
+mod providers;
+mod settings;
 mod spill;
 mod tasks;
 

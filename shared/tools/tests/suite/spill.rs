@@ -65,9 +65,17 @@ async fn spill_needs_a_readback_tool_and_skips_excluded_tools() {
     let mut lonely = ToolRegistry::new();
     lonely.register(dyn_tool(Chatty));
     let config = ToolOutputSpillSection::default();
-    let unwrapped = wrap_with_spill(&lonely, &config, Some(&env.root()));
-    let out = unwrapped.get("chatty").unwrap().call_json(json!({}), &ToolContext::default()).await.unwrap();
+    let cut = wrap_with_spill(&lonely, &config, Some(&env.root()));
+    let out = cut.get("chatty").unwrap().call_json(json!({}), &ToolContext::default()).await.unwrap();
     assert!(out.get("output_storage").is_none(), "no read-back tool: nothing to point at");
+    // Cut instead: the directive survives, and the preview stays within the threshold as the model counts it
+    // (each "é" is a 6-character escape).
+    assert_eq!(out["output_truncated"], true, "{out}");
+    assert_eq!(out["directive"]["type"], "send_file");
+    let preview = out["output_preview"].as_str().unwrap();
+    let counted: usize = preview.chars().map(|c| if c.is_ascii() { 1 } else { 6 }).sum();
+    assert!((7_990..=8_000).contains(&counted), "preview counts {counted} chars");
+    assert!(!env.root().join("tool_output").exists());
 
     lonely.register(std::sync::Arc::clone(env.tools.get("grep").unwrap()));
     let excluded = ToolOutputSpillSection { exclude_tools: vec!["chatty".into()], ..config };

@@ -61,8 +61,10 @@ impl TaskService for Recorder {
 }
 
 fn tools(service: &Arc<Recorder>, mode: DelegationMode) -> ToolRegistry {
+    let mut config = minibot_config::Config::defaults("/tmp");
+    config.tasks.delegation_mode = mode;
     let mut registry = ToolRegistry::new();
-    register(&mut registry, service.clone(), mode);
+    register(&mut registry, service.clone(), &Arc::new(config));
     registry
 }
 

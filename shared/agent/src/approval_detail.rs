@@ -1,0 +1,224 @@
+//! The text an approval question shows: the tool name and its arguments, made safe to print. Secrets are
+//! masked, empty values left out, every argument is one `- key: value` block (shortest first, so a long `content`
+//! cannot push the short ones out of sight), and characters that could fake lines or hide text in a terminal or a
+//! chat (controls, bidi and zero-width format characters, line separators) are shown escaped.
+
+use serde_json::{Map, Value};
+
+/// What the detail says when a call has no arguments left to show.
+pub const NO_ARGUMENTS: &str = "(no arguments)";
+/// Longest shown value of one argument, in characters (escapes included).
+pub const MAX_VALUE_CHARS: usize = 1000;
+/// Longest detail text, in characters, before `\n…(truncated)`.
+pub const MAX_DETAIL_CHARS: usize = 3000;
+/// Longest shown tool name, in characters.
+pub const MAX_TOOL_CHARS: usize = 200;
+const TRUNCATED: &str = "\n…(truncated)";
+const MASK: &str = "***";
+/// Argument names that hold credentials, matched as substrings of the lower-cased name (`-` read as `_`).
+const SENSITIVE_KEYS: [&str; 8] =
+    ["api_key", "apikey", "token", "secret", "password", "passwd", "authorization", "cookie"];
+
+/// The arguments as the user reads them in an approval question.
+pub fn approval_detail(args: &Value) -> String {
+    let mut blocks: Vec<String> = match args {
+        Value::Object(map) => map
+            .iter()
+            .filter(|(_, value)| !is_empty(value))
+            .map(|(key, value)| block(key, &redacted(key, value)))
+            .collect(),
+        other if is_empty(other) => Vec::new(),
+        other => vec![block("arguments", &redact_nested(other))],
+    };
+    if blocks.is_empty() {
+        return NO_ARGUMENTS.to_string();
+    }
+    blocks.sort_by(|a, b| a.chars().count().cmp(&b.chars().count()).then_with(|| a.cmp(b)));
+    let text = blocks.join("\n");
+    if text.chars().count() <= MAX_DETAIL_CHARS {
+        return text;
+    }
+    let mut cut: String = text.chars().take(MAX_DETAIL_CHARS).collect();
+    cut.push_str(TRUNCATED);
+    cut
+}
+
+/// A tool name as the user reads it: escaped and at most [`MAX_TOOL_CHARS`] characters.
+pub fn display_tool_name(name: &str) -> String {
+    escape_capped(name, MAX_TOOL_CHARS)
+}
+
+/// `text` with controls, format and line-separator characters escaped (`\n`, `\uXXXX`), cut to `max` characters
+/// with `…(+N chars)` naming how many characters of `text` were left out.
+pub fn escape_capped(text: &str, max: usize) -> String {
+    let total = text.chars().count();
+    let mut out = String::new();
+    let mut shown = 0;
+    for (used, c) in text.chars().enumerate() {
+        let piece = escape_char(c);
+        let width = piece.chars().count();
+        if shown + width > max {
+            out.push_str(&format!("…(+{} chars)", total - used));
+            return out;
+        }
+        shown += width;
+        out.push_str(&piece);
+    }
+    out
+}
+
+fn block(key: &str, value: &Value) -> String {
+    let text = match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    };
+    format!("- {}: {}", escape_capped(key, MAX_TOOL_CHARS), escape_capped(&text, MAX_VALUE_CHARS))
+}
+
+fn is_sensitive(key: &str) -> bool {
+    let key = key.to_lowercase().replace('-', "_");
+    SENSITIVE_KEYS.iter().any(|fragment| key.contains(fragment))
+}
+
+fn redacted(key: &str, value: &Value) -> Value {
+    if is_sensitive(key) { Value::String(MASK.into()) } else { redact_nested(value) }
+}
+
+/// Masks credentials inside objects and lists too (a lazy MCP call carries the remote tool's arguments as an
+/// object).
+fn redact_nested(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), redacted(k, v))).collect::<Map<String, Value>>())
+        }
+        Value::Array(items) => Value::Array(items.iter().map(redact_nested).collect()),
+        other => other.clone(),
+    }
+}
+
+fn is_empty(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        // White space is kept: writing a blank line is still writing.
+        Value::String(text) => text.is_empty(),
+        Value::Array(items) => items.is_empty(),
+        Value::Object(map) => map.is_empty(),
+        Value::Bool(_) | Value::Number(_) => false,
+    }
+}
+
+fn escape_char(c: char) -> String {
+    match c {
+        '\n' => "\\n".into(),
+        '\r' => "\\r".into(),
+        '\t' => "\\t".into(),
+        c if needs_escape(c) => {
+            let code = u32::from(c);
+            if code <= 0xFFFF { format!("\\u{code:04x}") } else { format!("\\U{code:08x}") }
+        }
+        c => c.to_string(),
+    }
+}
+
+/// Control (Cc), format (Cf), line separator (Zl) and paragraph separator (Zp) characters.
+fn needs_escape(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{00AD}'
+                | '\u{0600}'..='\u{0605}'
+                | '\u{061C}'
+                | '\u{06DD}'
+                | '\u{070F}'
+                | '\u{0890}'..='\u{0891}'
+                | '\u{08E2}'
+                | '\u{180E}'
+                | '\u{200B}'..='\u{200F}'
+                | '\u{2028}'..='\u{202E}'
+                | '\u{2060}'..='\u{2064}'
+                | '\u{2066}'..='\u{206F}'
+                | '\u{FEFF}'
+                | '\u{FFF9}'..='\u{FFFB}'
+                | '\u{110BD}'
+                | '\u{110CD}'
+                | '\u{13430}'..='\u{1343F}'
+                | '\u{1BCA0}'..='\u{1BCA3}'
+                | '\u{1D173}'..='\u{1D17A}'
+                | '\u{E0001}'
+                | '\u{E0020}'..='\u{E007F}'
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn blocks_are_sorted_by_length_and_secrets_masked() {
+        let detail = approval_detail(&json!({
+            "command": "ls -la /tmp",
+            "api_key": "sk-live-123",
+            "X-Auth-Token": "abc",
+            "n": 3,
+            "empty": "",
+            "none": null,
+            "list": [],
+        }));
+        assert_eq!(detail, "- n: 3\n- api_key: ***\n- X-Auth-Token: ***\n- command: ls -la /tmp");
+        assert!(!detail.contains("sk-live"));
+    }
+
+    #[test]
+    fn nested_secrets_are_masked_and_objects_shown_as_json() {
+        let detail = approval_detail(&json!({
+            "tool_name": "fetch",
+            "arguments": {"url": "https://x", "headers": {"Authorization": "Bearer t0k"}, "password": "p"},
+        }));
+        assert!(detail.contains(r#""Authorization":"***""#), "{detail}");
+        assert!(detail.contains(r#""password":"***""#), "{detail}");
+        assert!(!detail.contains("t0k"), "{detail}");
+        assert!(detail.starts_with("- tool_name: fetch\n- arguments: {"), "{detail}");
+    }
+
+    #[test]
+    fn no_arguments() {
+        assert_eq!(approval_detail(&json!({})), NO_ARGUMENTS);
+        assert_eq!(approval_detail(&json!({"a": "", "b": null, "c": {}})), NO_ARGUMENTS);
+        assert_eq!(approval_detail(&Value::Null), NO_ARGUMENTS);
+    }
+
+    #[test]
+    fn line_breaks_and_hidden_characters_are_escaped() {
+        let detail = approval_detail(&json!({"command": "rm -rf x\n- path: safe\u{202E}txt.sh\u{2028}\u{7}\t"}));
+        assert_eq!(detail, "- command: rm -rf x\\n- path: safe\\u202etxt.sh\\u2028\\u0007\\t");
+        assert_eq!(detail.lines().count(), 1, "one argument is one line, whatever it holds");
+        assert_eq!(display_tool_name("ba\u{200B}sh\n"), "ba\\u200bsh\\n");
+        assert_eq!(escape_capped("\u{E0041}", 20), "\\U000e0041");
+    }
+
+    #[test]
+    fn long_values_are_cut_and_say_how_much_is_missing() {
+        let detail = approval_detail(&json!({"content": "x".repeat(1500)}));
+        let expected = format!("- content: {}…(+500 chars)", "x".repeat(1000));
+        assert_eq!(detail, expected);
+        // An escape is never split: a value of newlines shows 500 `\n` and counts the rest.
+        let detail = approval_detail(&json!({"content": "\n".repeat(600)}));
+        assert_eq!(detail, format!("- content: {}…(+100 chars)", "\\n".repeat(500)));
+    }
+
+    #[test]
+    fn the_whole_detail_is_capped() {
+        let args: Map<String, Value> = (0..5).map(|i| (format!("arg{i}"), json!("y".repeat(900)))).collect();
+        let detail = approval_detail(&Value::Object(args));
+        assert!(detail.ends_with("\n…(truncated)"), "{}", &detail[detail.len() - 40..]);
+        assert_eq!(detail.chars().count(), MAX_DETAIL_CHARS + TRUNCATED.chars().count());
+        assert!(detail.starts_with("- arg0: yyy"));
+    }
+
+    #[test]
+    fn tool_names_are_capped() {
+        let name = display_tool_name(&"t".repeat(250));
+        assert_eq!(name, format!("{}…(+50 chars)", "t".repeat(200)));
+    }
+}

@@ -1,0 +1,389 @@
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+//! Features this version does not have: a file that turns one on (or tunes it) stops start-up with one line per
+//! key; the same section disabled or at its defaults loads quietly. Files are real files read by `Config::load`.
+
+use minibot_config::{Config, ConfigError, Unsupported};
+use std::path::PathBuf;
+
+struct File {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+fn write(text: &str) -> File {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.toml");
+    std::fs::write(&path, text).unwrap();
+    File { _dir: dir, path }
+}
+
+fn load(text: &str) -> (File, Result<Config, ConfigError>) {
+    let file = write(text);
+    let result = Config::load(Some(&file.path));
+    (file, result)
+}
+
+/// The refused keys, after checking that the error prints one line per key naming the file.
+fn refused(text: &str) -> Vec<String> {
+    let (file, result) = load(text);
+    let err = result.expect_err(&format!("should be refused:\n{text}"));
+    let ConfigError::Unsupported(findings) = &err else { panic!("expected unsupported keys, got: {err}") };
+    let printed = err.to_string();
+    let lines: Vec<&str> = printed.lines().collect();
+    assert_eq!(lines.len(), findings.len(), "one line per key: {printed}");
+    for (line, finding) in lines.iter().zip(findings) {
+        assert!(line.starts_with(&format!("{}: ", file.path.display())), "names the file: {line}");
+        assert!(line.contains("not supported by this version yet"), "{line}");
+        let leaf = finding.key.rsplit('.').next().unwrap();
+        let leaf = leaf.split('[').next().unwrap();
+        assert!(line.contains(leaf), "names the key {}: {line}", finding.key);
+    }
+    findings.iter().map(|f| f.key.clone()).collect()
+}
+
+fn loads(text: &str) -> Config {
+    let (_file, result) = load(text);
+    match result {
+        Ok(config) => config,
+        Err(err) => panic!("should load:\n{text}\nerror: {err}"),
+    }
+}
+
+#[test]
+fn minibot_example_is_refused_exactly_for_what_is_not_built() {
+    let text = include_str!("fixtures/minibot-0.36-config.example.toml");
+    assert_eq!(refused(text), ["llm.provider", "tools.skills.enabled", "scheduler.prompts.enabled"]);
+    let (file, result) = load(text);
+    let printed = result.err().unwrap().to_string();
+    let origin = file.path.display().to_string();
+    assert_eq!(
+        printed,
+        format!(
+            "{origin}: [llm] provider = \"openai_responses\": the `openai_responses` API format is not supported by \
+             this version yet; use a provider whose api_format is openai or openrouter (any OpenAI-compatible \
+             endpoint works with \"openai\")\n\
+             {origin}: [tools.skills] enabled = true: skills (list_skills, activate_skill) are not supported by this \
+             version yet; set enabled = false or remove the section\n\
+             {origin}: [scheduler.prompts] enabled = true: scheduled prompts are not supported by this version yet; \
+             set enabled = false or remove the section"
+        )
+    );
+}
+
+#[test]
+fn minibot_example_loads_once_the_unbuilt_features_are_off() {
+    let text = include_str!("fixtures/minibot-0.36-config.example.toml")
+        .replace("provider = \"openai_responses\"", "provider = \"openai\"")
+        .replace("[tools.skills]\nenabled = true", "[tools.skills]\nenabled = false")
+        .replace("[scheduler.prompts]\nenabled = true", "[scheduler.prompts]\nenabled = false");
+    let config = loads(&text);
+    // MiniBot writes empty strings for unset paths; they mean "not set", not "the config folder".
+    assert_eq!(config.tools.python_exec.python_path, None);
+    assert_eq!(config.tools.python_exec.artifacts_jail_shared_dir, None);
+    assert_eq!(config.memory.max_history_messages, Some(200));
+}
+
+#[test]
+fn empty_config_and_the_shipped_configs_load() {
+    loads("");
+    let example = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../config/config.example.toml"))
+        .unwrap()
+        .replace("${OPENAI_API_KEY}", "");
+    loads(&example);
+    let compose = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/config.compose.toml"))
+        .unwrap()
+        .replace("${OPENAI_API_KEY}", "");
+    loads(&compose);
+}
+
+/// (what turns it on, the key named, the same section disabled or at defaults)
+const SECTIONS: &[(&str, &str, &str)] = &[
+    (
+        "[channels.telegram]\nbot_token = \"123:abc\"\n",
+        "channels.telegram.enabled",
+        "[channels.telegram]\nenabled = false\nbot_token = \"123:abc\"\nallowed_chat_ids = [1]\n",
+    ),
+    (
+        "[channels.telegram]\nenabled = true\nbot_token = \"1:x\"\n",
+        "channels.telegram.enabled",
+        "[channels.telegram]\nenabled = true\nbot_token = \"\"\n",
+    ),
+    ("[http]\nenabled = true\n", "http.enabled", "[http]\nenabled = false\nport = 9000\nhost = \"0.0.0.0\"\n"),
+    ("[scheduler.prompts]\nenabled = true\n", "scheduler.prompts.enabled", "[scheduler.prompts]\nenabled = false\n"),
+    (
+        "[scheduler.prompts]\npoll_interval_seconds = 30\n",
+        "scheduler.prompts.poll_interval_seconds",
+        "[scheduler.prompts]\nenabled = false\npoll_interval_seconds = 30\n",
+    ),
+    (
+        "[scheduler.prompts]\npoll_interval_seconds = 30\n",
+        "scheduler.prompts.poll_interval_seconds",
+        "[scheduler.prompts]\npoll_interval_seconds = 60\nbatch_size = 10\n",
+    ),
+    (
+        "[decision]\nenabled = true\napi_key = \"k\"\n",
+        "decision.enabled",
+        "[decision]\nenabled = false\napi_key = \"k\"\n",
+    ),
+    (
+        "[tools.kv_memory]\nenabled = true\n",
+        "tools.kv_memory.enabled",
+        "[tools.kv_memory]\nenabled = false\nmax_limit = 5\n",
+    ),
+    ("[tools.rag]\nenabled = true\n", "tools.rag.enabled", "[tools.rag]\nenabled = false\nsearch_limit = 9\n"),
+    ("[tools.codemode]\nenabled = true\n", "tools.codemode.enabled", "[tools.codemode]\nenabled = false\n"),
+    (
+        "[tools.audio_transcription]\nenabled = true\n",
+        "tools.audio_transcription.enabled",
+        "[tools.audio_transcription]\nenabled = false\nmodel = \"large\"\n",
+    ),
+    (
+        "[tools.skills]\nenabled = true\n",
+        "tools.skills.enabled",
+        "[tools.skills]\nenabled = false\npaths = [\"./skills\"]\n",
+    ),
+    (
+        "[tools.skills]\npaths = [\"./skills\"]\n",
+        "tools.skills.paths",
+        "[tools.skills]\npaths = []\npreload_catalog = true\n",
+    ),
+    (
+        "[tools.browser]\noutput_dir = \"./shots\"\n",
+        "tools.browser.output_dir",
+        "[tools.browser]\noutput_dir = \"./data/files/browser\"\n",
+    ),
+    (
+        "[orchestration.agent_management]\nreload = true\n",
+        "orchestration.agent_management.reload",
+        "[orchestration.agent_management]\nreload = false\nwrite = false\ndirectory = \"./x\"\n",
+    ),
+    ("[orchestration.agent_management]\nwrite = true\n", "orchestration.agent_management.write", ""),
+    (
+        "[orchestration.main_agent]\nname = \"jarvis\"\n",
+        "orchestration.main_agent.name",
+        "[orchestration.main_agent]\nname = \"minibot\"\n",
+    ),
+    ("[llm]\nhttp2 = true\n", "llm.http2", "[llm]\nhttp2 = false\n"),
+    (
+        "[llm]\nsock_read_timeout_seconds = 90\n",
+        "llm.sock_read_timeout_seconds",
+        "[llm]\nsock_read_timeout_seconds = 45\n",
+    ),
+    ("[llm]\nstrip_logs = true\n", "llm.strip_logs", "[llm]\nstrip_logs = false\n"),
+    // Responses-only keys do nothing with a Chat Completions provider, in MiniBot too.
+    (
+        "[llm]\nprovider = \"claude\"\n",
+        "llm.provider",
+        "[llm]\nreasoning_summary = \"auto\"\nprompt_cache_retention = \"24h\"\n[llm.xai]\nweb_search_enabled = true\n",
+    ),
+    (
+        "[llm]\nprovider = \"mine\"\n[providers.mine]\napi_format = \"google\"\n",
+        "llm.provider",
+        "[llm]\nprovider = \"mine\"\n[providers.mine]\napi_format = \"openai\"\n[providers.google]\napi_key = \"k\"\n",
+    ),
+    (
+        "[llm]\nprovider = \"chatgpt_codex\"\n",
+        "llm.provider",
+        "[codex]\nversion = \"1.0\"\n[providers.chatgpt_codex]\nauth_path = \"x\"\n",
+    ),
+    (
+        "[orchestration]\nmain_tool_use_guardrail = \"llm_classifier\"\nmain_tool_use_guardrail_provider = \"claude\"\n",
+        "orchestration.main_tool_use_guardrail_provider",
+        "[orchestration]\nmain_tool_use_guardrail = \"disabled\"\nmain_tool_use_guardrail_provider = \"claude\"\n",
+    ),
+    (
+        "[tools.safety_classifier]\nenabled = true\nprovider = \"openai_responses\"\nmodel = \"m\"\n",
+        "tools.safety_classifier.provider",
+        "[tools.safety_classifier]\nenabled = false\nprovider = \"openai_responses\"\n",
+    ),
+    (
+        "[llm]\nprovider = \"openrouter\"\n[llm.openrouter]\nmodels = [\"a\", \"b\"]\n",
+        "llm.openrouter.models",
+        "[llm]\nprovider = \"openai\"\n[llm.openrouter]\nmodels = [\"a\", \"b\"]\n",
+    ),
+    (
+        "[providers.router]\napi_format = \"openrouter\"\n[llm.openrouter.provider]\norder = [\"x\"]\n",
+        "llm.openrouter.provider.order",
+        "[llm]\nprovider = \"openrouter\"\n[llm.openrouter]\nattribution_enabled = false\n",
+    ),
+    (
+        "[memory]\nmax_history_tokens = 1000\n",
+        "memory.max_history_tokens",
+        "[memory]\nbackend = \"anything\"\nmax_history_messages = 50\n",
+    ),
+    (
+        "[memory]\ncontext_ratio_before_compact = 0.8\n",
+        "memory.context_ratio_before_compact",
+        "[memory]\ncontext_ratio_before_compact = 0.95\n",
+    ),
+    (
+        "[memory]\nnotify_compaction_updates = \"brief\"\n",
+        "memory.notify_compaction_updates",
+        "[memory]\nnotify_compaction_updates = \"off\"\n",
+    ),
+    (
+        "[tools.python_exec]\nbackend = \"docker\"\n",
+        "tools.python_exec.backend",
+        "[tools.python_exec]\nbackend = \"host\"\n",
+    ),
+    (
+        "[logging]\nlogfmt_enabled = false\n",
+        "logging.logfmt_enabled",
+        "[logging]\nstructured = false\nlogfmt_enabled = true\n",
+    ),
+    ("[logging]\nkv_separator = \":\"\n", "logging.kv_separator", "[logging]\nkv_separator = \"=\"\n"),
+    ("[logging]\nrecord_separator = \"|\"\n", "logging.record_separator", "[logging]\nrecord_separator = \" \"\n"),
+    ("[tasks]\nhistory = true\n", "tasks.history", "[tasks]\nhistory = false\n"),
+    (
+        "[tasks.sqlite]\necho = true\n",
+        "tasks.sqlite.echo",
+        "[tasks.sqlite]\necho = false\npoll_interval_seconds = 1\nbatch_size = 8\npool_size = 2\n",
+    ),
+    (
+        "[tasks]\nbackend = \"rabbitmq\"\nmax_concurrent_workers = 8\n",
+        "tasks.max_concurrent_workers",
+        "[tasks]\nbackend = \"rabbitmq\"\nmax_concurrent_workers = 4\n",
+    ),
+    (
+        "[tasks]\nlocal_workers = 0\nmax_concurrent_workers = 1\n",
+        "tasks.max_concurrent_workers",
+        "[tasks]\nmax_concurrent_workers = 1\n",
+    ),
+    (
+        "[extensions]\nmodules = [\"minibot.extensions.tools.graph\"]\n",
+        "extensions.modules[0]",
+        "[extensions]\nmodules = []\nconfig = { \"minibot.extensions.tools.graph\" = { echo = true } }\n",
+    ),
+];
+
+#[test]
+fn each_unbuilt_feature_is_refused_when_on_and_quiet_when_off() {
+    for (on, key, off) in SECTIONS {
+        assert_eq!(refused(on), [*key], "refused keys of:\n{on}");
+        loads(off);
+    }
+}
+
+#[test]
+fn every_finding_is_reported_at_once() {
+    let keys = refused(
+        "[http]\nenabled = true\n[tools.kv_memory]\nenabled = true\n[tasks]\nworker_extensions = [\"kv_memory\"]\n\
+         [logging]\nkv_separator = \":\"\nrecord_separator = \";\"\n",
+    );
+    assert_eq!(
+        keys,
+        [
+            "tools.kv_memory.enabled",
+            "logging.kv_separator",
+            "logging.record_separator",
+            "tasks.worker_extensions",
+            "http.enabled"
+        ]
+    );
+}
+
+#[test]
+fn a_variable_that_turns_a_feature_on_is_refused_too() {
+    let file = write("[tools.skills]\nenabled = \"${MINIBOT_TEST_SKILLS_ON}\"\n");
+    let text = std::fs::read_to_string(&file.path).unwrap();
+    let err = Config::from_toml(&text, "config.toml", "/srv", &|name| {
+        (name == "MINIBOT_TEST_SKILLS_ON").then(|| "true".to_string())
+    })
+    .expect_err("refused");
+    assert_eq!(err.to_string().lines().count(), 1);
+    assert!(err.to_string().starts_with("config.toml: [tools.skills] enabled = true:"), "{err}");
+}
+
+#[test]
+fn a_telegram_token_is_never_printed() {
+    let (_file, result) = load("[channels.telegram]\nbot_token = \"123:very-secret\"\n");
+    let text = result.err().unwrap().to_string();
+    assert!(!text.contains("very-secret"), "{text}");
+    assert!(text.contains("[channels.telegram] enabled = true with a bot_token"), "{text}");
+}
+
+#[test]
+fn max_concurrent_workers_caps_the_local_workers() {
+    assert_eq!(loads("").tasks.local_worker_count(), 2);
+    assert_eq!(loads("[tasks]\nlocal_workers = 6\n").tasks.local_worker_count(), 4);
+    assert_eq!(loads("[tasks]\nlocal_workers = 6\nmax_concurrent_workers = 3\n").tasks.local_worker_count(), 3);
+    let (_file, zero) = load("[tasks]\nmax_concurrent_workers = 0\n");
+    assert!(zero.err().unwrap().to_string().contains("tasks.max_concurrent_workers"));
+}
+
+fn agent(dir: &std::path::Path, name: &str, frontmatter: &str) {
+    let text = format!("---\nname: {name}\ndescription: test agent\n{frontmatter}---\nYou help.\n");
+    std::fs::write(dir.join(format!("{name}.md")), text).unwrap();
+}
+
+#[test]
+fn specialists_that_need_unbuilt_providers_are_refused_with_their_file() {
+    let config =
+        loads("[providers.router]\napi_format = \"openrouter\"\n[providers.anthropic]\napi_format = \"claude\"\n");
+    let dir = tempfile::tempdir().unwrap();
+    agent(dir.path(), "plain", "model_provider: openai\n");
+    agent(dir.path(), "routed", "model_provider: router\nopenrouter_provider_order: x\n");
+    agent(dir.path(), "writer", "model_provider: anthropic\n");
+    // OpenRouter options on a non-OpenRouter model do nothing, in MiniBot too.
+    agent(dir.path(), "quiet", "openrouter_reasoning_enabled: true\n");
+    let agents = minibot_config::load_agents(dir.path()).unwrap();
+    let err = minibot_config::check_agents(&config, &agents).expect_err("refused");
+    let ConfigError::Unsupported(findings) = &err else { panic!("{err}") };
+    let found: Vec<(String, &str)> = findings
+        .iter()
+        .map(|f: &Unsupported| (f.file.rsplit('/').next().unwrap().to_string(), f.key.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        [("routed.md".to_string(), "openrouter_provider_order"), ("writer.md".to_string(), "model_provider")]
+    );
+    assert!(err.to_string().contains("writer.md: model_provider: anthropic: the `claude` API format"), "{err}");
+    let fine: Vec<_> = agents.into_iter().filter(|a| a.name == "plain" || a.name == "quiet").collect();
+    minibot_config::check_agents(&config, &fine).expect("built providers pass");
+}
+
+#[test]
+fn missing_key_names_the_section_that_counts() {
+    if std::env::var_os("OPENAI_API_KEY").is_some() {
+        return; // the variable would supply the key
+    }
+    let file = write(
+        "[llm]\nprovider = \"local\"\napi_key = \"sk-in-llm\"\n\
+         [providers.local]\napi_format = \"openai\"\nbase_url = \"https://llm.example/v1\"\n",
+    );
+    let config =
+        Config::from_toml(&std::fs::read_to_string(&file.path).unwrap(), "config.toml", "/srv", &|_| None).unwrap();
+    let err = config.main_llm().require_key("/srv/config.toml").expect_err("no key");
+    let text = err.to_string();
+    assert!(text.contains("`providers.local.api_key`") && text.contains("[providers.local]"), "{text}");
+    assert!(text.contains("/srv/config.toml") && text.contains("OPENAI_API_KEY"), "{text}");
+    assert!(text.contains("[llm] api_key is not used for this provider"), "{text}");
+
+    let plain = Config::from_toml("[llm]\nmodel = \"m\"\n", "config.toml", "/srv", &|_| None).unwrap();
+    let text = plain.main_llm().require_key(&plain.origin()).expect_err("no key").to_string();
+    assert!(text.contains("`llm.api_key` (api_key in the [llm] section)"), "{text}");
+    assert!(text.contains("none was found"), "{text}");
+}
+
+#[test]
+fn providers_offered_to_tasks_are_only_those_this_build_can_call() {
+    let config = Config::from_toml(
+        "[llm]\napi_key = \"k\"\n[providers.local]\napi_format = \"openai\"\nbase_url = \"http://127.0.0.1:1/v1\"\n\
+         [providers.anthropic]\napi_format = \"claude\"\napi_key = \"k\"\n\
+         [providers.nokey]\napi_format = \"openai\"\nbase_url = \"https://remote.example/v1\"\n",
+        "config.toml",
+        "/srv",
+        &|_| None,
+    )
+    .unwrap();
+    let names: Vec<String> = config.available_providers().into_iter().map(|p| p.name).collect();
+    if std::env::var("OPENAI_API_KEY").is_err() {
+        assert_eq!(names, ["openai", "local"]);
+    }
+    assert!(!names.contains(&"anthropic".to_string()));
+    let why = config.provider_for_task("anthropic").expect_err("not callable").to_string();
+    assert!(why.contains("`claude` API format") && why.contains("cannot call"), "{why}");
+    assert!(config.llm_for(Some("anthropic"), None, None).is_err());
+    assert!(config.provider_for_task("nowhere").is_err());
+}

@@ -1,0 +1,291 @@
+//! Tool approvals with the real binary: `[tools.approval] require_approval` gates `bash`; a `--once` run denies
+//! it unless `--approve` allows it, and the interactive console (under a pseudo-terminal, through `script`) asks
+//! and runs it only on `y`. Every test checks the effect itself: the file the command would create.
+
+use minibot_e2e::{Home, Reply, Script, ScriptedLlm, binary, run, stderr, stdout};
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const GATED: &str = "[tools.bash]\nenabled = true\n[tools.approval]\nrequire_approval = [\"bash\"]\n";
+
+/// A model that asks for `touch <marker>` through bash, then answers `answer`.
+async fn model(message: &str, marker: &Path, answer: &str) -> ScriptedLlm {
+    let command = json!({ "command": format!("touch {}", marker.display()) });
+    ScriptedLlm::start(vec![Script::new(message, vec![Reply::tool("bash", command), Reply::text(answer)])]).await
+}
+
+/// The result of the bash call as the model read it in its second request.
+fn bash_result(llm: &ScriptedLlm) -> Value {
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 2, "the model is asked again after the call: {requests:?}");
+    let tool = requests[1]["messages"].as_array().unwrap().iter().find(|m| m["role"] == "tool").cloned().unwrap();
+    serde_json::from_str(tool["content"].as_str().unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn once_denies_a_gated_call_and_tells_the_model_why() {
+    let scratch = tempfile::tempdir().unwrap();
+    let marker = scratch.path().join("marker");
+    let llm = model("make the marker", &marker, "bash was not approved").await;
+    let home = Home::new(&llm.base_url(), GATED);
+    let output = run(home.minibot(&["console", "--once", "make the marker"])).await;
+    assert!(output.status.success(), "stderr: {}", stderr(&output));
+    assert_eq!(stdout(&output), "bash was not approved\n");
+    assert!(!marker.exists(), "the denied command ran");
+    assert!(stderr(&output).contains("bash denied"), "{}", stderr(&output));
+    assert!(!stderr(&output).contains("running bash"), "{}", stderr(&output));
+    let result = bash_result(&llm);
+    assert_eq!(result["error_code"], "tool_approval:denied", "{result}");
+    let error = result["error"].as_str().unwrap();
+    assert!(error.starts_with("The user did not approve bash: the console --once run cannot ask"), "{error}");
+    assert!(error.contains("--approve bash"), "{error}");
+    assert!(error.ends_with("Do not retry it unless the user asks again."), "{error}");
+}
+
+#[tokio::test]
+async fn once_with_approve_runs_the_matching_call() {
+    let scratch = tempfile::tempdir().unwrap();
+    let marker = scratch.path().join("marker");
+    let llm = model("make the marker", &marker, "done").await;
+    let home = Home::new(&llm.base_url(), GATED);
+    let output = run(home.minibot(&["console", "--once", "make the marker", "--approve", "ba*"])).await;
+    assert!(output.status.success(), "stderr: {}", stderr(&output));
+    assert_eq!(stdout(&output), "done\n");
+    assert!(marker.exists(), "the approved command did not run; stderr: {}", stderr(&output));
+    assert!(stderr(&output).contains("bash approved by --approve"), "{}", stderr(&output));
+    assert_eq!(bash_result(&llm)["ok"], true);
+}
+
+#[tokio::test]
+async fn a_bad_approve_pattern_is_refused() {
+    let llm = ScriptedLlm::start(vec![]).await;
+    let home = Home::new(&llm.base_url(), GATED);
+    let output = run(home.minibot(&["console", "--once", "hi", "--approve", "[bash"])).await;
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("--approve: invalid tool pattern `[bash`"), "{}", stderr(&output));
+    assert!(llm.requests().is_empty());
+}
+
+#[tokio::test]
+async fn a_bad_require_approval_pattern_stops_start_up() {
+    let llm = ScriptedLlm::start(vec![]).await;
+    let home = Home::new(&llm.base_url(), "[tools.approval]\nrequire_approval = [\"bash\", \"[x\"]\n");
+    let output = run(home.minibot(&["console", "--once", "hi"])).await;
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        stderr(&output).trim_end(),
+        "minibot: tools.approval.require_approval: invalid tool pattern `[x`: unclosed character class; missing ']'"
+    );
+    assert!(llm.requests().is_empty());
+}
+
+/// The interactive console on a pseudo-terminal (`script` allocates it), fed line by line.
+struct Terminal {
+    child: Child,
+    screen: Arc<Mutex<String>>,
+}
+
+impl Terminal {
+    fn start(home: &Home) -> Self {
+        let command = format!("{} console --config {}", binary("minibot").display(), home.config().display());
+        let mut child = Command::new("script")
+            .args(["-qfec", &command, "/dev/null"])
+            .current_dir(std::env::temp_dir())
+            .env("TERM", "xterm")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("MINIBOT_CONFIG")
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let screen = Arc::new(Mutex::new(String::new()));
+        let mut out = child.stdout.take().unwrap();
+        let sink = screen.clone();
+        std::thread::spawn(move || {
+            let mut buffer = [0u8; 4096];
+            while let Ok(n) = out.read(&mut buffer) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buffer[..n]));
+            }
+        });
+        Self { child, screen }
+    }
+
+    /// Types a line and presses Enter.
+    fn type_line(&mut self, line: &str) {
+        self.type_keys(&format!("{line}\r"));
+    }
+
+    fn type_keys(&mut self, keys: &str) {
+        let stdin = self.child.stdin.as_mut().unwrap();
+        stdin.write_all(keys.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Waits until the screen shows `text` (and returns it), failing after 30 s.
+    async fn wait_for(&self, text: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let screen = self.screen.lock().unwrap().clone();
+            if screen.contains(text) {
+                return screen;
+            }
+            assert!(Instant::now() < deadline, "the console never showed {text:?}; it shows:\n{screen}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn exit(mut self) {
+        self.type_line("/exit");
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "the console did not exit on /exit");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Asks for the marker in the console, answers the question with `keys`, and returns once `reply` is shown.
+async fn repl_answering(keys: &str, reply: &str) -> (ScriptedLlm, PathBuf, tempfile::TempDir, String) {
+    let scratch = tempfile::tempdir().unwrap();
+    let marker = scratch.path().join("marker");
+    let llm = model("make the marker", &marker, "all done").await;
+    let home = Home::new(&llm.base_url(), GATED);
+    let mut terminal = Terminal::start(&home);
+    terminal.wait_for("you> ").await;
+    terminal.type_line("make the marker");
+    let screen = terminal.wait_for("Approve bash? [y/N]").await;
+    assert!(screen.contains(&format!("- command: touch {}", marker.display())), "{screen}");
+    assert!(!marker.exists(), "the command ran before the user answered");
+    terminal.type_keys(keys);
+    let screen = terminal.wait_for(reply).await;
+    terminal.exit().await;
+    (llm, marker, scratch, screen)
+}
+
+#[tokio::test]
+async fn the_console_runs_a_gated_call_when_the_user_says_yes() {
+    let (llm, marker, _scratch, screen) = repl_answering("y\r", "all done").await;
+    assert!(marker.exists(), "the approved command did not run; screen:\n{screen}");
+    assert_eq!(bash_result(&llm)["ok"], true);
+}
+
+#[tokio::test]
+async fn the_console_denies_a_gated_call_when_the_user_says_no() {
+    let (llm, marker, _scratch, screen) = repl_answering("n\r", "all done").await;
+    assert!(!marker.exists(), "the denied command ran; screen:\n{screen}");
+    let result = bash_result(&llm);
+    assert_eq!(result["error_code"], "tool_approval:denied", "{result}");
+    assert_eq!(result["error"], "The user did not approve bash. Do not retry it unless the user asks again.");
+}
+
+#[tokio::test]
+async fn ctrl_c_at_the_question_denies_it_and_stops_the_turn() {
+    let (llm, marker, _scratch, screen) = repl_answering("\u{3}", "Stopped.").await;
+    assert!(!marker.exists(), "the command ran after Ctrl-C; screen:\n{screen}");
+    assert!(llm.requests().len() <= 2, "the turn went on after it was stopped");
+}
+
+#[tokio::test]
+async fn stop_at_the_question_denies_it_and_stops_the_turn() {
+    let (_llm, marker, _scratch, screen) = repl_answering("/stop\r", "Stopped.").await;
+    assert!(!marker.exists(), "the command ran after /stop; screen:\n{screen}");
+}
+
+#[tokio::test]
+async fn an_unanswered_question_times_out_and_is_withdrawn() {
+    let scratch = tempfile::tempdir().unwrap();
+    let marker = scratch.path().join("marker");
+    let llm = model("make the marker", &marker, "all done").await;
+    let home = Home::new(&llm.base_url(), &format!("{GATED}timeout_seconds = 1\n"));
+    let mut terminal = Terminal::start(&home);
+    terminal.wait_for("you> ").await;
+    terminal.type_line("make the marker");
+    terminal.wait_for("Approve bash? [y/N]").await;
+    terminal.wait_for("(no longer waiting for approval of bash)").await;
+    let screen = terminal.wait_for("all done").await;
+    terminal.exit().await;
+    assert!(!marker.exists(), "the command ran without an answer; screen:\n{screen}");
+    let result = bash_result(&llm);
+    assert_eq!(result["error_code"], "tool_approval:denied", "{result}");
+    assert!(result["error"].as_str().unwrap().contains("nobody answered the approval request within 1 s"), "{result}");
+}
+
+const SELF_EDIT: &str = "[tools.file_storage]\nenabled = true\nroot_dir = \".\"\n[tools.apply_patch]\nenabled = true\n\
+                         [vault]\npath = \"vault.yml\"\n";
+const PATCH: &str = "*** Begin Patch\n*** Update File: config.toml\n@@\n [llm]\n+# edited by the model\n*** End Patch";
+
+#[tokio::test]
+async fn file_tools_cannot_change_the_config_or_the_vault_without_approval() {
+    let writes = [
+        ("apply_patch", json!({ "patch_text": PATCH })),
+        ("write_file", json!({ "path": "link.toml", "content": "[llm]\n", "overwrite": true })),
+        ("move_file", json!({ "source_path": "config.toml", "destination_path": "moved.toml" })),
+        ("write_file", json!({ "path": "vault.yml", "content": "stolen", "overwrite": true })),
+        ("delete_file", json!({ "path": "vault.yml" })),
+        ("write_file", json!({ "path": "notes.txt", "content": "fine" })),
+    ];
+    let mut replies: Vec<Reply> = writes.iter().map(|(tool, args)| Reply::tool(tool, args.clone())).collect();
+    replies.push(Reply::text("tried"));
+    let llm = ScriptedLlm::start(vec![Script::new("edit yourself", replies)]).await;
+    let home = Home::new(&llm.base_url(), SELF_EDIT);
+    let config = std::fs::read_to_string(home.config()).unwrap();
+    std::os::unix::fs::symlink(home.config(), home.path().join("link.toml")).unwrap();
+    std::fs::write(home.path().join("vault.yml"), "sealed").unwrap();
+
+    let output = run(home.minibot(&["console", "--once", "edit yourself"])).await;
+    assert!(output.status.success(), "stderr: {}", stderr(&output));
+    assert_eq!(stdout(&output), "tried\n");
+    assert_eq!(std::fs::read_to_string(home.config()).unwrap(), config, "the config file changed");
+    assert!(home.path().join("link.toml").is_symlink());
+    assert!(!home.path().join("moved.toml").exists());
+    assert_eq!(std::fs::read_to_string(home.path().join("vault.yml")).unwrap(), "sealed");
+    assert_eq!(std::fs::read_to_string(home.path().join("notes.txt")).unwrap(), "fine", "other files are writable");
+
+    let requests = llm.requests();
+    assert_eq!(requests.len(), writes.len() + 1);
+    let (protected, unprotected) = writes.split_at(writes.len() - 1);
+    for (request, (tool, _)) in requests[1..].iter().zip(protected) {
+        let result = last_tool_result(request);
+        assert_eq!(result["error_code"], "tool_approval:denied", "{tool}: {result}");
+        let error = result["error"].as_str().unwrap();
+        assert!(error.contains("is the assistant's"), "{tool}: {error}");
+        assert!(error.contains(&format!("pass --approve {tool} to allow it")), "{tool}: {error}");
+    }
+    assert_eq!(unprotected[0].0, "write_file");
+    assert_eq!(last_tool_result(requests.last().unwrap())["ok"], true);
+}
+
+fn last_tool_result(request: &Value) -> Value {
+    let message = request["messages"].as_array().unwrap().iter().rev().find(|m| m["role"] == "tool").unwrap();
+    serde_json::from_str(message["content"].as_str().unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn an_approved_patch_may_change_the_config() {
+    let llm = ScriptedLlm::start(vec![Script::new(
+        "edit yourself",
+        vec![Reply::tool("apply_patch", json!({ "patch_text": PATCH })), Reply::text("edited")],
+    )])
+    .await;
+    let home = Home::new(&llm.base_url(), SELF_EDIT);
+    let output = run(home.minibot(&["console", "--once", "edit yourself", "--approve", "apply_patch"])).await;
+    assert!(output.status.success(), "stderr: {}", stderr(&output));
+    let config = std::fs::read_to_string(home.config()).unwrap();
+    assert!(config.starts_with("[llm]\n# edited by the model\n"), "{config}");
+}

@@ -1,0 +1,345 @@
+//! The vault end to end: a vault in MiniBot's format (written here by Python from the documented envelope) feeds
+//! `${secret:NAME}`, the secret reaches the provider and nothing else, the three ways start-up refuses, and the
+//! `minibot vault` commands.
+
+use minibot_e2e::{Home, Reply, Script, ScriptedLlm, binary, kill_hard, requests_for, run, stderr, stdout};
+use serde_json::json;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+const SECRET: &str = "sk-vault-e2e-5f3a9c1d7b";
+const PASSWORD: &str = "e2e vault password";
+
+/// MiniBot 0.36's vault format, from the reference: scrypt(n=32768, r=8, p=1, 16-byte salt) → AES-256-GCM with a
+/// 12-byte nonce and the tag appended, in a JSON envelope of base64 fields.
+const WRITE_VAULT: &str = r#"
+import base64, hashlib, json, os, sys
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+path, password = sys.argv[1], sys.argv[2]
+plaintext = "".join(f"{k}: {v}\n" for k, v in json.loads(sys.stdin.read()).items())
+salt, nonce = os.urandom(16), os.urandom(12)
+key = hashlib.scrypt(password.encode(), salt=salt, n=32768, r=8, p=1, maxmem=64 * 1024 * 1024, dklen=32)
+ct = AESGCM(key).encrypt(nonce, plaintext.encode(), None)
+b64 = lambda b: base64.b64encode(b).decode()
+with open(path, "w") as f:
+    json.dump({"version": 1, "kdf": "scrypt", "n": 32768, "r": 8, "p": 1,
+               "salt": b64(salt), "nonce": b64(nonce), "ciphertext": b64(ct)}, f)
+"#;
+
+fn write_vault(path: &Path, entries: serde_json::Value) {
+    let mut child = Command::new("python3")
+        .args(["-c", WRITE_VAULT])
+        .arg(path)
+        .arg(PASSWORD)
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    child.stdin.take().unwrap().write_all(entries.to_string().as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "writing the vault failed (scripts/setup-mcp-peers.sh installs `cryptography`): {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// A home whose OpenAI key is `${secret:OPENAI_KEY}` from an enabled vault.
+fn vault_home(llm: &ScriptedLlm, vault: &str, reference: &str, extra: &str) -> Home {
+    let home = Home::new(
+        &llm.base_url(),
+        &format!(
+            "{vault}[providers.openai]\napi_key = \"${{secret:{reference}}}\"\nbase_url = \"{}\"\n{extra}",
+            llm.base_url()
+        ),
+    );
+    write_vault(&home.path().join("secrets.vault.yml"), json!({ "OPENAI_KEY": SECRET, "OTHER": "other-value" }));
+    home
+}
+
+const VAULT_ON: &str = "[vault]\nenabled = true\n";
+
+/// Every file under `dir`, recursively, that contains `needle`.
+fn files_containing(dir: &Path, needle: &str) -> Vec<String> {
+    let mut hits = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else { return hits };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            hits.extend(files_containing(&path, needle));
+        } else if let Ok(bytes) = std::fs::read(&path)
+            && bytes.windows(needle.len()).any(|w| w == needle.as_bytes())
+        {
+            hits.push(path.display().to_string());
+        }
+    }
+    hits
+}
+
+#[tokio::test]
+async fn a_vault_secret_reaches_the_provider_and_nothing_else() {
+    // The provider's first answer is an error that echoes the key, as real providers do for a bad key: the
+    // retry warning that carries it must reach the log masked.
+    let llm = ScriptedLlm::start(vec![
+        Script::new(
+            "which secrets do I have?",
+            vec![Reply::tool("list_secrets", json!({})), Reply::text("You have OPENAI_KEY and OTHER.")],
+        )
+        .fail_first(vec![Reply::Status(
+            500,
+            format!("{{\"error\":{{\"message\":\"upstream rejected key {SECRET}\"}}}}"),
+        )]),
+    ])
+    .await;
+    let home = vault_home(&llm, VAULT_ON, "OPENAI_KEY", "");
+    let mut command = home.minibot(&["console", "--once", "which secrets do I have?", "--verbose"]);
+    command.env("MINIBOT_VAULT_PASSWORD", PASSWORD);
+    let output = run(command).await;
+    assert!(output.status.success(), "stderr: {}", stderr(&output));
+    assert_eq!(stdout(&output), "You have OPENAI_KEY and OTHER.\n");
+
+    // Every provider call carried the secret as the bearer token.
+    let authorizations = llm.authorizations();
+    assert_eq!(authorizations.len(), 3, "the failed call, its retry, and the call after the tool");
+    for authorization in &authorizations {
+        assert_eq!(authorization, &format!("Bearer {SECRET}"));
+    }
+    // The model saw names only.
+    let requests = llm.requests();
+    let tool_result = requests[2]["messages"].as_array().unwrap().iter().find(|m| m["role"] == "tool").unwrap();
+    assert_eq!(
+        tool_result["content"].as_str().map(|c| serde_json::from_str::<serde_json::Value>(c).unwrap()),
+        Some(json!({ "names": ["OPENAI_KEY", "OTHER"] }))
+    );
+    for request in &requests {
+        assert!(!request.to_string().contains(SECRET), "a request body holds the secret: {request}");
+    }
+
+    // Nowhere else: not in the output, not in the log, not in the databases.
+    assert!(!stdout(&output).contains(SECRET));
+    assert!(!stderr(&output).contains(SECRET), "stderr: {}", stderr(&output));
+    let log = std::fs::read_to_string(home.path().join("logs/minibot.log")).unwrap();
+    assert!(log.contains("provider call failed"), "the retry was logged: {log}");
+    assert!(log.contains("upstream rejected key ***"), "the echoed key is masked: {log}");
+    assert!(stderr(&output).contains("upstream rejected key ***"), "stderr: {}", stderr(&output));
+    assert_eq!(files_containing(&home.path().join("logs"), SECRET), Vec::<String>::new());
+    assert_eq!(files_containing(&home.path().join("data"), SECRET), Vec::<String>::new());
+    assert!(home.path().join("data/minibot.db").exists(), "the transcript database was written");
+}
+
+#[tokio::test]
+async fn a_local_worker_gets_the_secrets_without_the_password() {
+    let llm = ScriptedLlm::start(vec![
+        Script::new(
+            "start a background job",
+            vec![Reply::tool("spawn_task", json!({ "prompt": "background job with a key" })), Reply::text("Started.")],
+        )
+        .delay(std::time::Duration::from_millis(800)),
+        // Slower than the main turn, so the result arrives after the turn that started it.
+        Script::new("background job with a key", vec![Reply::text("job done")])
+            .delay(std::time::Duration::from_millis(2500)),
+    ])
+    .await;
+    let extra = "[tasks]\nlocal_workers = 1\nprogress_interval_seconds = 0.01\n";
+    let home = vault_home(&llm, "[vault]\nenabled = true\npassword_file = \"vault.pw\"\n", "OPENAI_KEY", extra);
+    let password_file = home.path().join("vault.pw");
+    std::fs::write(&password_file, format!("{PASSWORD}\n")).unwrap();
+    let mut command = home.minibot(&["console", "--once", "start a background job"]);
+    command.env_remove("MINIBOT_VAULT_PASSWORD");
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let child = command.spawn().unwrap();
+    let pid = child.id();
+    let waiter = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap());
+    // Once the model is asked, the orchestrator has unlocked the vault; the worker starts only after the (delayed)
+    // answer. Without the password file, a worker that tried to open the vault itself could not.
+    wait_for(|| !llm.requests().is_empty()).await;
+    std::fs::remove_file(&password_file).unwrap();
+    let Ok(output) = tokio::time::timeout(std::time::Duration::from_secs(120), waiter).await else {
+        kill_hard(pid);
+        panic!("the run did not finish within 120 s");
+    };
+    let output = output.unwrap();
+    assert!(output.status.success(), "stderr: {}", stderr(&output));
+    assert_eq!(stdout(&output), "Started.\njob done\n");
+    assert_eq!(requests_for(&llm, "background job with a key"), 1, "the worker called the model");
+    assert!(llm.authorizations().iter().all(|a| a == &format!("Bearer {SECRET}")), "{:?}", llm.authorizations());
+    assert_eq!(files_containing(home.path(), SECRET), Vec::<String>::new());
+}
+
+async fn wait_for(condition: impl Fn() -> bool) {
+    for _ in 0..600 {
+        if condition() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("timed out");
+}
+
+/// Runs `console --once` and returns its stderr, which must be one line.
+async fn refused(home: &Home, password: &str) -> String {
+    let mut command = home.minibot(&["console", "--once", "hello"]);
+    command.env("MINIBOT_VAULT_PASSWORD", password);
+    let output = run(command).await;
+    assert!(!output.status.success(), "start-up went on: {}", stdout(&output));
+    assert_eq!(stdout(&output), "");
+    let message = stderr(&output);
+    assert_eq!(message.lines().count(), 1, "one line: {message}");
+    assert!(!message.contains(SECRET), "{message}");
+    message
+}
+
+#[tokio::test]
+async fn start_up_stops_with_one_line_naming_the_key() {
+    let llm = ScriptedLlm::start(vec![]).await;
+    let config_of = |home: &Home| home.config().display().to_string();
+
+    let off = vault_home(&llm, "", "OPENAI_KEY", "");
+    let message = refused(&off, PASSWORD).await;
+    assert_eq!(
+        message.trim_end(),
+        format!(
+            "minibot: {}: key providers.openai.api_key: ${{secret:OPENAI_KEY}} needs the vault, which is off: set \
+             [vault] enabled = true",
+            config_of(&off)
+        )
+    );
+
+    let missing = vault_home(&llm, VAULT_ON, "ANTHROPIC_KEY", "");
+    let message = refused(&missing, PASSWORD).await;
+    assert_eq!(
+        message.trim_end(),
+        format!(
+            "minibot: {}: key providers.openai.api_key: secret ANTHROPIC_KEY is not in the vault {}",
+            config_of(&missing),
+            missing.path().join("secrets.vault.yml").display()
+        )
+    );
+
+    let wrong = vault_home(&llm, VAULT_ON, "OPENAI_KEY", "");
+    let message = refused(&wrong, "not the password").await;
+    assert_eq!(
+        message.trim_end(),
+        format!(
+            "minibot: {}: key providers.openai.api_key: wrong vault password or damaged file: {}",
+            config_of(&wrong),
+            wrong.path().join("secrets.vault.yml").display()
+        )
+    );
+    assert!(llm.requests().is_empty(), "no run reached the model");
+}
+
+/// `minibot vault ARGS` in `dir`, with `stdin` piped in. In a session of its own (`setsid`), so it has no
+/// terminal to prompt on even when the tests run in one.
+fn vault(dir: &Path, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
+    let mut child = Command::new("setsid")
+        .arg("--wait")
+        .arg(binary("minibot"))
+        .arg("vault")
+        .args(args)
+        .current_dir(dir)
+        .env_remove("MINIBOT_VAULT_PASSWORD")
+        .env_remove("MINIBOT_CONFIG")
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn code(output: &Output) -> Option<i32> {
+    output.status.code()
+}
+
+#[test]
+fn vault_commands_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("pw"), format!("{PASSWORD}\n")).unwrap();
+    let pw = ["--password-file", "pw"];
+    let env = [("MINIBOT_VAULT_PASSWORD", PASSWORD)];
+
+    let init = vault(d, &["init"], "", &env);
+    assert_eq!(code(&init), Some(0), "{}", stderr(&init));
+    let path = d.join("secrets.vault.yml");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+    let again = vault(d, &["init"], "", &env);
+    assert_eq!(code(&again), Some(2));
+    assert!(stderr(&again).contains("secrets.vault.yml already exists"), "{}", stderr(&again));
+
+    let set = vault(d, &["set", "OPENAI_KEY", "--password-file", "pw"], &format!("{SECRET}\n"), &[]);
+    assert_eq!(code(&set), Some(0), "{}", stderr(&set));
+    let set = vault(d, &["set", "multi.line"], "a\nb\n", &env);
+    assert_eq!(code(&set), Some(0), "{}", stderr(&set));
+    let list = vault(d, &["list"], "", &env);
+    assert_eq!(stdout(&list), "OPENAI_KEY\nmulti.line\n");
+    assert!(!stdout(&list).contains(SECRET) && !stderr(&list).contains(SECRET));
+    // What the CLI wrote is what the config loader reads.
+    assert_eq!(minibot_vault_read(&path), pairs(&[("OPENAI_KEY", SECRET), ("multi.line", "a\nb")]));
+
+    let bad_name = vault(d, &["set", "9lives"], "x", &env);
+    assert_eq!(code(&bad_name), Some(2));
+    assert!(stderr(&bad_name).contains("invalid secret name `9lives`"), "{}", stderr(&bad_name));
+    let wrong = vault(d, &["list"], "", &[("MINIBOT_VAULT_PASSWORD", "wrong")]);
+    assert_eq!(code(&wrong), Some(1));
+    assert_eq!(stderr(&wrong), "minibot vault: wrong vault password or damaged file: secrets.vault.yml\n");
+    let none = vault(d, &["list"], "", &[]);
+    assert_eq!(code(&none), Some(2));
+    assert!(stderr(&none).contains("set --password-file, set MINIBOT_VAULT_PASSWORD"), "{}", stderr(&none));
+
+    let rm = vault(d, &["rm", "multi.line", pw[0], pw[1]], "", &[]);
+    assert_eq!(code(&rm), Some(0), "{}", stderr(&rm));
+    let rm_again = vault(d, &["rm", "multi.line"], "", &env);
+    assert_eq!(code(&rm_again), Some(1));
+    assert!(stderr(&rm_again).contains("secret multi.line is not in the vault secrets.vault.yml"));
+    assert_eq!(stdout(&vault(d, &["list"], "", &env)), "OPENAI_KEY\n");
+}
+
+#[test]
+fn vault_edit_goes_through_the_editor_and_leaves_no_plaintext() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let scratch = d.join("tmp");
+    std::fs::create_dir(&scratch).unwrap();
+    // With --config, the vault is the config's [vault] path, relative to the config folder.
+    std::fs::write(d.join("config.toml"), "[vault]\npath = \"private/v.yml\"\n").unwrap();
+    std::fs::create_dir(d.join("private")).unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let config = d.join("config.toml");
+    let config = config.to_str().unwrap();
+    let tmp = scratch.to_str().unwrap();
+    let env = |editor: &'static str| [("MINIBOT_VAULT_PASSWORD", PASSWORD), ("EDITOR", editor), ("TMPDIR", tmp)];
+
+    assert_eq!(code(&vault(elsewhere.path(), &["init", "--config", config], "", &env("true"))), Some(0));
+    assert!(d.join("private/v.yml").exists());
+    // An editor that appends a line: the new secret is saved.
+    let added =
+        vault(elsewhere.path(), &["edit", "--config", config], "", &env("printf 'TOKEN: \"  padded  \"\\n' >>"));
+    assert_eq!(code(&added), Some(0), "{}", stderr(&added));
+    assert_eq!(minibot_vault_read(&d.join("private/v.yml")), pairs(&[("TOKEN", "  padded  ")]));
+    // An edit that does not parse changes nothing and says which line.
+    let broken = vault(elsewhere.path(), &["edit", "--config", config], "", &env("printf 'no colon\\n' >>"));
+    assert_eq!(code(&broken), Some(2));
+    assert!(stderr(&broken).contains("line 5: expected `name: value`"), "{}", stderr(&broken));
+    assert!(stderr(&broken).contains("private/v.yml is unchanged"), "{}", stderr(&broken));
+    assert_eq!(minibot_vault_read(&d.join("private/v.yml")), pairs(&[("TOKEN", "  padded  ")]));
+    // The plaintext did not outlive the editor.
+    assert_eq!(std::fs::read_dir(&scratch).unwrap().count(), 0, "temp files left behind");
+}
+
+fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
+    items.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+/// Opens a vault with the crate the config loader uses, as (name, value) pairs.
+fn minibot_vault_read(path: &Path) -> Vec<(String, String)> {
+    let toml = format!("[vault]\nenabled = true\npath = \"{}\"\n", path.display());
+    let lookup = |name: &str| (name == "MINIBOT_VAULT_PASSWORD").then(|| PASSWORD.to_string());
+    let config = minibot_config::Config::from_toml(&toml, "t.toml", std::env::temp_dir(), &lookup).unwrap();
+    config.secrets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}

@@ -1,0 +1,112 @@
+//! Shared setup: a config pointing at the scripted model, the queue's two sides on one file, and a running task.
+
+mod approvals;
+mod progress;
+
+use minibot_config::Config;
+use minibot_protocol::{ModelOverrides, PROTOCOL_VERSION, TaskEnvelope, TaskLimits, WorkerEvent, WorkerEventKind};
+use minibot_queue::sqlite::SqliteQueue;
+use minibot_queue::{TaskQueue, WorkQueue};
+use minibot_test_support::{Script, ScriptedLlm};
+use minibot_worker::Worker;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub struct Setup {
+    pub llm: ScriptedLlm,
+    pub orchestrator: Arc<SqliteQueue>,
+    worker_queue: Arc<SqliteQueue>,
+    config: Arc<Config>,
+    _dir: tempfile::TempDir,
+}
+
+impl Setup {
+    /// `extra` is appended to the config (sections of its own).
+    pub async fn start(scripts: Vec<Script>, extra: &str) -> Self {
+        let llm = ScriptedLlm::start(scripts).await;
+        let dir = tempfile::tempdir().unwrap();
+        let toml = format!(
+            "[llm]\nbase_url = \"{}\"\napi_key = \"sk-test\"\nmodel = \"worker-model\"\nretry_attempts = 0\n{extra}",
+            llm.base_url()
+        );
+        let config = Config::from_toml(&toml, "test.toml", dir.path(), &|_| None).unwrap();
+        let path = dir.path().join("tasks.db");
+        let orchestrator = Arc::new(SqliteQueue::open(&path, "orchestrator", Duration::from_secs(60)).await.unwrap());
+        let worker_queue = Arc::new(SqliteQueue::open(&path, "w1", Duration::from_secs(60)).await.unwrap());
+        Self { llm, orchestrator, worker_queue, config: Arc::new(config), _dir: dir }
+    }
+
+    /// Queues a generic task with this prompt and has the worker claim and run it in the background.
+    pub async fn run(&self, prompt: &str, timeout_seconds: u64) -> tokio::task::JoinHandle<()> {
+        let envelope = TaskEnvelope {
+            version: PROTOCOL_VERSION,
+            task_id: "t1".into(),
+            agent_name: None,
+            prompt: prompt.into(),
+            context_json: None,
+            model_overrides: ModelOverrides::default(),
+            limits: TaskLimits { timeout_seconds, max_steps: None, max_tool_calls: None },
+            owner_id: "primary".into(),
+            channel: "test".into(),
+            chat_id: Some(1),
+            user_id: Some(7),
+            max_attempts: 1,
+        };
+        self.orchestrator.publish(&envelope).await.unwrap();
+        let queue: Arc<dyn WorkQueue> = self.worker_queue.clone();
+        let worker = Worker { config: self.config.clone(), queue: queue.clone(), worker_id: "w1".into() };
+        tokio::spawn(async move {
+            let task = queue.claim().await.unwrap();
+            worker.run_task(&task).await.unwrap();
+        })
+    }
+
+    /// The next event of the task, acknowledged.
+    pub async fn next_event(&self) -> WorkerEvent {
+        let delivery =
+            tokio::time::timeout(Duration::from_secs(20), self.orchestrator.next_event()).await.unwrap().unwrap();
+        self.orchestrator.ack_event(&delivery).await.unwrap();
+        delivery.event
+    }
+
+    /// Events until the terminal one, which is returned last.
+    pub async fn events_to_the_end(&self) -> Vec<WorkerEvent> {
+        let mut events = Vec::new();
+        loop {
+            let event = self.next_event().await;
+            let last = event.is_terminal();
+            events.push(event);
+            if last {
+                return events;
+            }
+        }
+    }
+
+    pub async fn close(&self) {
+        self.orchestrator.close().await;
+        self.worker_queue.close().await;
+    }
+}
+
+/// The tool results the worker sent its model, as JSON text, over all its requests (the last request has all).
+pub fn tool_results(llm: &ScriptedLlm) -> Vec<String> {
+    let requests = llm.requests();
+    let Some(last) = requests.iter().rfind(|r| r["model"] == "worker-model") else { return Vec::new() };
+    last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The text a terminal event carries (answer or error).
+pub fn ending(event: &WorkerEvent) -> (String, Option<String>) {
+    match &event.kind {
+        WorkerEventKind::Finished { stop_reason, text, error, .. } => {
+            (stop_reason.clone(), text.clone().or_else(|| error.clone()))
+        }
+        other => panic!("not a terminal event: {other:?}"),
+    }
+}
