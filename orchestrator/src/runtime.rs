@@ -63,7 +63,9 @@ impl Runtime {
             let agents = minibot_config::load_agents(&config.resolve_path(&config.orchestration.directory))?;
             minibot_config::check_agents(&config, &agents)?;
         }
-        let store = Store::open(&memory_path, config.memory.max_history_messages).await?;
+        let store = Store::open(&memory_path, config.memory.max_history_messages)
+            .await?
+            .with_redactor(minibot_vault::Redactor::new(&config.secrets));
 
         let services = ToolServices::new(config.clone(), Some(store.clone()))
             .with_context(|| format!("tools.file_storage.root_dir = {}", config.tools.file_storage.root_dir))?;

@@ -343,3 +343,35 @@ fn minibot_vault_read(path: &Path) -> Vec<(String, String)> {
     let config = minibot_config::Config::from_toml(&toml, "t.toml", std::env::temp_dir(), &lookup).unwrap();
     config.secrets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
+
+#[tokio::test]
+async fn a_secret_in_a_tool_result_or_a_message_is_masked_before_the_model_and_the_database() {
+    // The user quotes the secret, and a file the model reads holds it: the model must get neither, and the
+    // transcript must not keep it.
+    let question = format!("read leak.txt, it holds {SECRET}");
+    // The model sees the question masked, so the script answers to its unmasked start.
+    let llm = ScriptedLlm::start(vec![Script::containing(
+        "read leak.txt, it holds ***",
+        vec![Reply::tool("read_file", json!({ "path": "leak.txt" })), Reply::text("I read it.")],
+    )])
+    .await;
+    let home = vault_home(&llm, VAULT_ON, "OPENAI_KEY", "[tools.file_storage]\nenabled = true\nroot_dir = \"files\"\n");
+    std::fs::create_dir_all(home.path().join("files")).unwrap();
+    std::fs::write(home.path().join("files/leak.txt"), format!("token={SECRET}\n")).unwrap();
+    let mut command = home.minibot(&["console", "--once", &question]);
+    command.env("MINIBOT_VAULT_PASSWORD", PASSWORD);
+    let output = run(command).await;
+    assert!(output.status.success(), "stderr: {}", stderr(&output));
+    assert_eq!(stdout(&output), "I read it.\n");
+
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 2);
+    for request in &requests {
+        assert!(!request.to_string().contains(SECRET), "a request body holds the secret: {request}");
+    }
+    let tool_result = requests[1]["messages"].as_array().unwrap().iter().find(|m| m["role"] == "tool").unwrap();
+    assert!(tool_result["content"].as_str().unwrap().contains("token=***"), "masked in the tool result: {tool_result}");
+    // The provider still got its key.
+    assert!(llm.authorizations().iter().all(|a| a == &format!("Bearer {SECRET}")));
+    assert_eq!(files_containing(&home.path().join("data"), SECRET), Vec::<String>::new());
+}

@@ -55,6 +55,26 @@ async fn spawn_task_result_reaches_the_chat_with_progress() {
 }
 
 #[tokio::test]
+async fn a_task_that_finishes_before_the_turn_that_started_it_is_still_shown() {
+    // The main agent's second step is slow, so the worker's result reaches the console before the answer that
+    // hands the task off. The result must still be shown, after the answer, and the run must end.
+    let llm = ScriptedLlm::start(vec![
+        Script::new(
+            "start something quick",
+            vec![Reply::tool("spawn_task", json!({ "prompt": "quick job" })), Reply::text("Started it.")],
+        )
+        .delay(Duration::from_secs(3)),
+        Script::new("quick job", vec![Reply::text("quick job done")]),
+    ])
+    .await;
+    let home = Home::new(&llm.base_url(), &format!("{TASKS}worker_timeout_seconds = 20\n"));
+    let output = minibot_e2e::run(home.minibot(&["console", "--once", "start something quick"])).await;
+    assert!(output.status.success(), "stderr: {}", stderr(&output));
+    assert_eq!(stdout(&output), "Started it.\nquick job done\n");
+    assert_eq!(attempts(&home).await, [("done".to_string(), 1)]);
+}
+
+#[tokio::test]
 async fn delegate_result_comes_back_to_the_main_agent() {
     let llm = ScriptedLlm::start(vec![
         Script::new(

@@ -89,6 +89,9 @@ pub struct LlmEndpoint {
     pub connect_timeout: Duration,
     pub retry_attempts: u32,
     pub retry_delay: Duration,
+    /// The vault's secrets, so the client can keep their values out of what it sends and reports (the
+    /// endpoint's own key travels only in the `Authorization` header).
+    pub secrets: minibot_vault::Secrets,
 }
 
 /// No key is configured for a provider that needs one. The message names the section whose `api_key` counts,
@@ -315,6 +318,7 @@ impl Config {
             connect_timeout: secs(llm.sock_connect_timeout_seconds),
             retry_attempts: llm.retry_attempts,
             retry_delay: secs(llm.retry_delay_seconds),
+            secrets: self.secrets.clone(),
         }
     }
 }

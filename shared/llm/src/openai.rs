@@ -6,6 +6,7 @@ use crate::types::{ChatRequest, ChatResponse, ContentPart, Message, ToolCall, Us
 use crate::{ChatProvider, LlmError, Result};
 use futures_util::future::BoxFuture;
 use minibot_config::LlmEndpoint;
+use minibot_vault::Redactor;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -18,6 +19,9 @@ pub struct OpenAiChat {
     api_key: String,
     retry: RetryPolicy,
     timeout: Duration,
+    /// Secret values never leave in a request body or come back in an error: a tool result or a message that
+    /// carries one is masked before it is sent.
+    redactor: Redactor,
 }
 
 impl OpenAiChat {
@@ -44,11 +48,13 @@ impl OpenAiChat {
             api_key: endpoint.api_key.clone(),
             retry: RetryPolicy { attempts: endpoint.retry_attempts + 1, base: endpoint.retry_delay },
             timeout: endpoint.request_timeout,
+            redactor: Redactor::new(&endpoint.secrets),
         })
     }
 
-    async fn send_once(&self, body: &Value) -> Result<ChatResponse> {
-        let mut request = self.client.post(&self.url).json(body);
+    async fn send_once(&self, body: &[u8]) -> Result<ChatResponse> {
+        let mut request =
+            self.client.post(&self.url).header(reqwest::header::CONTENT_TYPE, "application/json").body(body.to_vec());
         if !self.api_key.is_empty() {
             request = request.bearer_auth(&self.api_key);
         }
@@ -62,7 +68,7 @@ impl OpenAiChat {
             .and_then(|secs| Duration::try_from_secs_f64(secs).ok());
         let text = response.text().await.map_err(|e| self.transport_error(e))?;
         if !(200..300).contains(&status) {
-            return Err(classify_status(status, retry_after, &text));
+            return Err(classify_status(status, retry_after, &self.redactor.redact(&text)));
         }
         parse_response(&text)
     }
@@ -79,7 +85,8 @@ impl OpenAiChat {
 impl ChatProvider for OpenAiChat {
     fn complete<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<ChatResponse>> {
         Box::pin(async move {
-            let body = request_body(request);
+            let body = request_body(request).to_string();
+            let body = self.redactor.redact(&body).into_owned().into_bytes();
             let mut retry = 0;
             loop {
                 match self.send_once(&body).await {

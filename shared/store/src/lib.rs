@@ -15,6 +15,7 @@ pub use pending::PendingTurn;
 pub use tasks::{Applied, Ending, Lookup, NewTask, TaskRecord, TaskStore};
 pub use transcripts::{Role, StoredMessage};
 
+use minibot_vault::Redactor;
 use sqlx::sqlite::SqlitePool;
 use std::path::{Path, PathBuf};
 
@@ -38,6 +39,8 @@ pub type Result<T> = std::result::Result<T, StoreError>;
 pub struct Store {
     pool: SqlitePool,
     max_history_messages: Option<u32>,
+    /// Known secret values never reach the database file: a message that quotes one is stored masked.
+    redactor: Redactor,
 }
 
 impl Store {
@@ -48,7 +51,13 @@ impl Store {
             .run(&pool)
             .await
             .map_err(|source| StoreError::Migrate { path: path.to_path_buf(), source })?;
-        Ok(Self { pool, max_history_messages })
+        Ok(Self { pool, max_history_messages, redactor: Redactor::default() })
+    }
+
+    /// Masks the vault's secret values in everything written from now on.
+    pub fn with_redactor(mut self, redactor: Redactor) -> Self {
+        self.redactor = redactor;
+        self
     }
 
     pub fn max_history_messages(&self) -> Option<u32> {

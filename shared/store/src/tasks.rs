@@ -8,6 +8,7 @@
 
 use crate::{Result, StoreError, now};
 use minibot_protocol::{Delivery, TaskStatus, TaskUsage};
+use minibot_vault::Redactor;
 use serde_json::{Value, json};
 use sqlx::Row;
 use sqlx::sqlite::{SqlitePool, SqliteRow};
@@ -105,6 +106,8 @@ pub enum Applied {
 #[derive(Clone, Debug)]
 pub struct TaskStore {
     pool: SqlitePool,
+    /// Known secret values never reach the tasks database: prompts, results, errors and events are masked.
+    redactor: Redactor,
 }
 
 /// Reads a `tasks` row. A missing column or a status or delivery this version does not know is an error.
@@ -176,7 +179,13 @@ impl TaskStore {
         // The same file holds the SQLite queue's own tables.
         migrator.set_ignore_missing(true);
         migrator.run(&pool).await.map_err(|source| StoreError::Migrate { path: path.to_path_buf(), source })?;
-        Ok(Self { pool })
+        Ok(Self { pool, redactor: Redactor::default() })
+    }
+
+    /// Masks the vault's secret values in everything written from now on.
+    pub fn with_redactor(mut self, redactor: Redactor) -> Self {
+        self.redactor = redactor;
+        self
     }
 
     /// Closes the pool; call it before the tokio runtime stops (see [`crate::Store::close`]).
@@ -197,7 +206,7 @@ impl TaskStore {
         .bind(&task.channel)
         .bind(task.chat_id)
         .bind(task.user_id)
-        .bind(&task.prompt)
+        .bind(self.redactor.redact(&task.prompt))
         .bind(&task.agent_name)
         .bind(&task.context_json)
         .bind(task.model_overrides.to_string())
@@ -280,7 +289,7 @@ impl TaskStore {
         sqlx::query("INSERT INTO task_events (task_id, event_type, payload, created_at) VALUES (?1, ?2, ?3, ?4)")
             .bind(task_id)
             .bind(event_type)
-            .bind(payload.to_string())
+            .bind(self.redactor.redact(&payload.to_string()))
             .bind(now())
             .execute(&mut *tx)
             .await?;
@@ -320,7 +329,7 @@ impl TaskStore {
              WHERE id = ?1 AND status IN ('pending', 'running') RETURNING *",
         )
         .bind(task_id)
-        .bind(progress.to_string())
+        .bind(self.redactor.redact(&progress.to_string()))
         .bind(i64::from(attempt))
         .bind(now())
         .fetch_optional(&self.pool)
@@ -344,8 +353,8 @@ impl TaskStore {
         .bind(task_id)
         .bind(ending.status.as_str())
         .bind(ending.stop_reason)
-        .bind(ending.text)
-        .bind(ending.error)
+        .bind(ending.text.map(|text| self.redactor.redact(text)))
+        .bind(ending.error.map(|error| self.redactor.redact(error)))
         .bind(i64::from(attempt))
         .bind(&now)
         .bind(usage.map(|u| i64::from(u.steps)))

@@ -63,7 +63,7 @@ impl Store {
             sqlx::query("INSERT INTO messages (session_id, role, content, created_at) VALUES (?1, ?2, ?3, ?4)")
                 .bind(session_id)
                 .bind(role.as_str())
-                .bind(content)
+                .bind(self.redactor.redact(content))
                 .bind(&created_at)
                 .execute(&mut *tx)
                 .await?;

@@ -65,6 +65,9 @@ struct Once {
     answered: bool,
     code: i32,
     tasks: HashSet<String>,
+    /// Task results that came before the answer that hands their task off (a quick `spawn_task` can finish
+    /// before the turn that started it ends): shown after that answer instead of being lost.
+    early: Vec<Outbound>,
     status: mpsc::UnboundedSender<OnceStatus>,
 }
 
@@ -98,7 +101,7 @@ impl Console {
     }
 
     pub fn with_once(mut self, event_id: String, status: mpsc::UnboundedSender<OnceStatus>) -> Self {
-        self.once = Some(Once { event_id, answered: false, code: 0, tasks: HashSet::new(), status });
+        self.once = Some(Once { event_id, answered: false, code: 0, tasks: HashSet::new(), early: Vec::new(), status });
         self
     }
 
@@ -150,6 +153,10 @@ impl Handler<Outbound> for Console {
         let answers_once = out.answers.contains(&once.event_id);
         let follows_task = out.task_id.as_ref().is_some_and(|id| once.tasks.remove(id));
         if !answers_once && !follows_task {
+            if !once.answered && out.task_id.is_some() && out.answers.is_empty() {
+                once.early.push(out);
+                return;
+            }
             if !out.answers.is_empty() {
                 self.screen.notice(&format!("(answer to a message interrupted by a restart)\n{}", out.text));
             }
@@ -163,6 +170,16 @@ impl Handler<Outbound> for Console {
             once.code = 1;
         }
         once.tasks.extend(out.task_handoff.iter().cloned());
+        if answers_once {
+            for early in std::mem::take(&mut once.early) {
+                if early.task_id.as_ref().is_some_and(|id| once.tasks.remove(id)) {
+                    self.screen.answer(&early.text);
+                    if early.is_error {
+                        once.code = 1;
+                    }
+                }
+            }
+        }
         let status = if once.answered && once.tasks.is_empty() {
             OnceStatus::Done(once.code)
         } else {
