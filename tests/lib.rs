@@ -7,6 +7,9 @@ use std::process::{Command, Output, Stdio};
 
 pub use minibot_test_support::{Reply, Script, ScriptedLlm, binary};
 
+mod terminal;
+pub use terminal::Terminal;
+
 /// A temp folder holding a config that points the model at `base_url`.
 pub struct Home {
     pub dir: tempfile::TempDir,

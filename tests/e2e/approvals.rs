@@ -2,13 +2,9 @@
 //! it unless `--approve` allows it, and the interactive console (under a pseudo-terminal, through `script`) asks
 //! and runs it only on `y`. Every test checks the effect itself: the file the command would create.
 
-use minibot_e2e::{Home, Reply, Script, ScriptedLlm, binary, run, stderr, stdout};
+use minibot_e2e::{Home, Reply, Script, ScriptedLlm, Terminal, run, stderr, stdout};
 use serde_json::{Value, json};
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 const GATED: &str = "[tools.bash]\nenabled = true\n[tools.approval]\nrequire_approval = [\"bash\"]\n";
 
@@ -81,83 +77,6 @@ async fn a_bad_require_approval_pattern_stops_start_up() {
         "minibot: tools.approval.require_approval: invalid tool pattern `[x`: unclosed character class; missing ']'"
     );
     assert!(llm.requests().is_empty());
-}
-
-/// The interactive console on a pseudo-terminal (`script` allocates it), fed line by line.
-struct Terminal {
-    child: Child,
-    screen: Arc<Mutex<String>>,
-}
-
-impl Terminal {
-    fn start(home: &Home) -> Self {
-        let command = format!("{} console --config {}", binary("minibot").display(), home.config().display());
-        let mut child = Command::new("script")
-            .args(["-qfec", &command, "/dev/null"])
-            .current_dir(std::env::temp_dir())
-            .env("TERM", "xterm")
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("MINIBOT_CONFIG")
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let screen = Arc::new(Mutex::new(String::new()));
-        let mut out = child.stdout.take().unwrap();
-        let sink = screen.clone();
-        std::thread::spawn(move || {
-            let mut buffer = [0u8; 4096];
-            while let Ok(n) = out.read(&mut buffer) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buffer[..n]));
-            }
-        });
-        Self { child, screen }
-    }
-
-    /// Types a line and presses Enter.
-    fn type_line(&mut self, line: &str) {
-        self.type_keys(&format!("{line}\r"));
-    }
-
-    fn type_keys(&mut self, keys: &str) {
-        let stdin = self.child.stdin.as_mut().unwrap();
-        stdin.write_all(keys.as_bytes()).unwrap();
-        stdin.flush().unwrap();
-    }
-
-    /// Waits until the screen shows `text` (and returns it), failing after 30 s.
-    async fn wait_for(&self, text: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let screen = self.screen.lock().unwrap().clone();
-            if screen.contains(text) {
-                return screen;
-            }
-            assert!(Instant::now() < deadline, "the console never showed {text:?}; it shows:\n{screen}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    async fn exit(mut self) {
-        self.type_line("/exit");
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while self.child.try_wait().unwrap().is_none() {
-            assert!(Instant::now() < deadline, "the console did not exit on /exit");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-}
-
-impl Drop for Terminal {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// Asks for the marker in the console, answers the question with `keys`, and returns once `reply` is shown.

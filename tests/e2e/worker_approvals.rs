@@ -3,13 +3,9 @@
 //! answers it (`--once` through `--approve`, the interactive console by asking). Each test checks the effect
 //! itself: the file the specialist's command would create.
 
-use minibot_e2e::{Home, Reply, Script, ScriptedLlm, binary, run, stderr, stdout};
+use minibot_e2e::{Home, Reply, Script, ScriptedLlm, Terminal, run, stderr, stdout};
 use serde_json::{Value, json};
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 const CONFIG: &str = "[tasks]\nlocal_workers = 1\nprogress_interval_seconds = 0\n[tools.bash]\nenabled = true\n\
 [tools.approval]\nrequire_approval = [\"bash\"]\n";
@@ -78,69 +74,6 @@ async fn once_without_approve_denies_a_specialists_call_and_its_model_reads_why(
     assert_eq!(result["error_code"], "tool_approval:denied", "{result}");
     let error = result["error"].as_str().unwrap();
     assert!(error.contains("the console --once run cannot ask; pass --approve bash"), "{error}");
-}
-
-/// The interactive console on a pseudo-terminal (`script` allocates it), fed line by line.
-struct Terminal {
-    child: Child,
-    screen: Arc<Mutex<String>>,
-}
-
-impl Terminal {
-    fn start(home: &Home) -> Self {
-        let command = format!("{} console --config {}", binary("minibot").display(), home.config().display());
-        let mut child = Command::new("script")
-            .args(["-qfec", &command, "/dev/null"])
-            .current_dir(std::env::temp_dir())
-            .env("TERM", "xterm")
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("MINIBOT_CONFIG")
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let screen = Arc::new(Mutex::new(String::new()));
-        let mut out = child.stdout.take().unwrap();
-        let sink = screen.clone();
-        std::thread::spawn(move || {
-            let mut buffer = [0u8; 4096];
-            while let Ok(n) = out.read(&mut buffer) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buffer[..n]));
-            }
-        });
-        Self { child, screen }
-    }
-
-    fn type_line(&mut self, line: &str) {
-        let stdin = self.child.stdin.as_mut().unwrap();
-        stdin.write_all(format!("{line}\r").as_bytes()).unwrap();
-        stdin.flush().unwrap();
-    }
-
-    /// Waits until the screen shows `text` (and returns it), failing after 60 s.
-    async fn wait_for(&self, text: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let screen = self.screen.lock().unwrap().clone();
-            if screen.contains(text) {
-                return screen;
-            }
-            assert!(Instant::now() < deadline, "the console never showed {text:?}; it shows:\n{screen}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-}
-
-impl Drop for Terminal {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 #[tokio::test]
