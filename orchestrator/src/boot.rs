@@ -32,7 +32,8 @@ pub async fn start(config: Config, worker: Option<WorkerCommand>, workers: Worke
     }
     if let Some(hub) = &runtime.tasks {
         TaskCoordinator::new(hub.clone(), router::task_routes(&router)).start();
-        let count = runtime.config.tasks.local_workers;
+        // Each worker runs one task at a time, so `max_concurrent_workers` caps how many are started.
+        let count = runtime.config.tasks.local_worker_count();
         if let (Some(command), TaskBackend::Sqlite, true) = (worker, runtime.config.tasks.backend, count > 0) {
             LocalWorkers::new(hub.clone(), command, count, workers).start();
         }

@@ -3,8 +3,8 @@
 
 use crate::conversation::Conversation;
 use crate::messages::{
-    ApprovalDecision, AskApproval, ChannelHandle, Deliver, Inbound, Intake, NOTHING_RUNNING_REPLY, Outbound,
-    OutboundFile, OutboundRole, RegisterChannel, ReplayPending, StopTurn, TaskRoutes, session_id,
+    ChannelHandle, Deliver, FindApprovals, Inbound, Intake, NOTHING_RUNNING_REPLY, Outbound, OutboundFile,
+    OutboundRole, RegisterChannel, ReplayPending, StopTurn, TaskRoutes, session_id,
 };
 use crate::render;
 use crate::runtime::Runtime;
@@ -203,24 +203,15 @@ impl Handler<ReplayPending> for Router {
     }
 }
 
-impl Handler<AskApproval> for Router {
-    type Result = ResponseFuture<ApprovalDecision>;
+impl Handler<FindApprovals> for Router {
+    type Result = MessageResult<FindApprovals>;
 
     /// A worker's question goes to the chat's channel; a channel that is not running or cannot ask means no.
-    fn handle(&mut self, msg: AskApproval, _ctx: &mut Context<Self>) -> Self::Result {
-        let target = self.channels.get(&msg.channel).map(|handle| handle.approvals.clone());
-        Box::pin(async move {
-            match target {
-                None => ApprovalDecision::Unavailable(format!("the {} channel is not running", msg.channel)),
-                Some(None) => {
-                    ApprovalDecision::Unavailable(format!("the {} channel cannot ask for approval", msg.channel))
-                }
-                Some(Some(approvals)) => {
-                    let channel = msg.channel.clone();
-                    approvals.send(msg).await.unwrap_or_else(|_| {
-                        ApprovalDecision::Unavailable(format!("the {channel} channel stopped before it answered"))
-                    })
-                }
+    fn handle(&mut self, msg: FindApprovals, _ctx: &mut Context<Self>) -> Self::Result {
+        MessageResult(match self.channels.get(&msg.channel) {
+            None => Err(format!("the {} channel is not running", msg.channel)),
+            Some(handle) => {
+                handle.approvals.clone().ok_or_else(|| format!("the {} channel cannot ask for approval", msg.channel))
             }
         })
     }

@@ -11,4 +11,4 @@ pub use chat::{
     ApprovalDecision, ApprovalRequest, AskApproval, Inbound, NOTHING_RUNNING_REPLY, Outbound, OutboundFile,
     OutboundRole, Progress, STOPPED_HISTORY_NOTE, STOPPED_REPLY, StopTurn, TaskSource, session_id,
 };
-pub use routing::{Deliver, ReplayPending, TaskRoutes};
+pub use routing::{Deliver, FindApprovals, ReplayPending, TaskRoutes};

@@ -21,6 +21,14 @@ pub struct TaskRoutes {
     /// Files a task result carries, sent before its text.
     pub files: Recipient<OutboundFile>,
     pub turn: Recipient<Inbound>,
-    /// Approval questions of a worker's specialist, to the chat that started the task.
-    pub approval: Recipient<AskApproval>,
+    /// Where a worker's approval questions for a chat go: the task relay asks the channel directly, so a
+    /// question it stops waiting for is withdrawn from the chat.
+    pub approval: Recipient<FindApprovals>,
+}
+
+/// The channel's approval recipient, or why there is none (not running, or it cannot ask).
+#[derive(Message)]
+#[rtype(result = "Result<Recipient<AskApproval>, String>")]
+pub struct FindApprovals {
+    pub channel: String,
 }

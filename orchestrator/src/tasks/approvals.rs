@@ -8,7 +8,7 @@
 //! no at once.
 
 use super::hub::TaskHub;
-use crate::messages::{ApprovalDecision, ApprovalRequest, AskApproval, TaskRoutes};
+use crate::messages::{ApprovalDecision, ApprovalRequest, AskApproval, FindApprovals, TaskRoutes};
 use minibot_protocol::{ControlKind, ControlMessage};
 use serde_json::json;
 use std::time::Duration;
@@ -70,8 +70,14 @@ async fn ask(
     // The channel's own prompt applies the approval timeout too; this bound only keeps a question from waiting
     // forever on a channel that never answers.
     let timeout = Duration::from_secs(hub.config.tools.approval.timeout_seconds.max(1));
+    let channel = match routes.approval.send(FindApprovals { channel: record.channel.clone() }).await {
+        Ok(Ok(channel)) => channel,
+        Ok(Err(why)) => return ApprovalDecision::Unavailable(why),
+        Err(_) => return ApprovalDecision::Unavailable("the orchestrator is shutting down".into()),
+    };
     let question = AskApproval { channel: record.channel.clone(), chat_id, request };
-    match tokio::time::timeout(timeout, routes.approval.send(question)).await {
+    // Asked straight at the channel: when this wait ends the request is dropped and the chat withdraws it.
+    match tokio::time::timeout(timeout, channel.send(question)).await {
         Ok(Ok(decision)) => decision,
         Ok(Err(_)) => ApprovalDecision::Unavailable("the orchestrator is shutting down".into()),
         Err(_) => ApprovalDecision::Unavailable(format!(

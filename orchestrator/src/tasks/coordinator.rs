@@ -269,8 +269,11 @@ fn send_attachments(
     attachments: &[TaskAttachment],
 ) -> Vec<String> {
     let storage = &config.tools.file_storage;
+    // A worker (possibly on another host) names these paths: they must lie inside the managed folder whatever
+    // `allow_outside_root` says, and never be the config file or the vault.
+    let protected = minibot_tools::files::ProtectedPaths::from_config(config);
     let root = if storage.enabled {
-        minibot_tools::files::ManagedRoot::create(&config.resolve_path(&storage.root_dir), storage.allow_outside_root)
+        minibot_tools::files::ManagedRoot::create(&config.resolve_path(&storage.root_dir), false)
             .map_err(|e| format!("the managed folder {} is unavailable: {e}", storage.root_dir))
     } else {
         Err("[tools.file_storage] is off here".to_string())
@@ -279,6 +282,9 @@ fn send_attachments(
     for attachment in attachments {
         let resolved = root.as_ref().map_err(Clone::clone).and_then(|root| {
             let path = root.resolve_required(&attachment.path).map_err(|e| e.to_string())?;
+            if let Some((_, what)) = protected.hit(&path.absolute) {
+                return Err(format!("it is the {what}, which is never sent as an attachment"));
+            }
             if path.absolute.is_file() { Ok(path.absolute) } else { Err("no such file".to_string()) }
         });
         match resolved {

@@ -39,10 +39,8 @@ pub struct LocalWorkers {
 }
 
 impl LocalWorkers {
-    /// Starts at most `count` workers, fewer when `[tasks] max_concurrent_workers` is lower: each worker runs
-    /// one task at a time, so that caps how many tasks run at once.
+    /// Starts `count` workers (`[tasks] local_worker_count()`).
     pub fn new(hub: Arc<TaskHub>, command: WorkerCommand, count: u32, start: WorkerStart) -> Self {
-        let count = count.min(hub.config.tasks.max_concurrent_workers);
         Self { hub, command, count, start }
     }
 }

@@ -118,7 +118,9 @@ async fn user_parts(directive: &Value) -> Result<Message, String> {
             Some("text") => out.push(ContentPart::Text(text("text"))),
             Some(kind @ ("image" | "file")) => {
                 let path = part.pointer("/source/path").and_then(Value::as_str).unwrap_or_default();
-                let bytes = tokio::fs::read(path).await.map_err(|e| format!("cannot read {path}: {e}"))?;
+                // Never more than the cap plus one byte: the file may have grown since the tool checked it.
+                let cap = if kind == "image" { MAX_IMAGE_BYTES } else { MAX_TEXT_BYTES as u64 };
+                let bytes = read_at_most(path, cap + 1).await.map_err(|e| format!("cannot read {path}: {e}"))?;
                 let name = text("filename");
                 if kind == "image" {
                     if bytes.len() as u64 > MAX_IMAGE_BYTES {
@@ -126,7 +128,8 @@ async fn user_parts(directive: &Value) -> Result<Message, String> {
                     }
                     out.push(ContentPart::image_data(&text("mime"), &bytes));
                 } else {
-                    out.push(ContentPart::Text(file_text(&name, &bytes)));
+                    let size = tokio::fs::metadata(path).await.map_or(bytes.len() as u64, |m| m.len());
+                    out.push(ContentPart::Text(file_text(&name, &bytes, size)));
                 }
             }
             _ => {}
@@ -140,9 +143,12 @@ async fn user_parts(directive: &Value) -> Result<Message, String> {
 
 /// A text file as the model reads it: a header line, then the content, cut at [`MAX_TEXT_BYTES`] on a character
 /// boundary with a note saying how much was left out.
-fn file_text(name: &str, bytes: &[u8]) -> String {
-    let total = bytes.len();
-    let (kept, cut) = if total > MAX_TEXT_BYTES { (&bytes[..MAX_TEXT_BYTES], true) } else { (bytes, false) };
+fn file_text(name: &str, bytes: &[u8], total: u64) -> String {
+    let (kept, cut) = if bytes.len() > MAX_TEXT_BYTES {
+        (&bytes[..MAX_TEXT_BYTES], true)
+    } else {
+        (bytes, total > bytes.len() as u64)
+    };
     let text = match std::str::from_utf8(kept) {
         Ok(text) => text,
         // Cut inside a character: drop its first bytes; anything else was refused by the tool already.
@@ -158,6 +164,13 @@ fn file_text(name: &str, bytes: &[u8]) -> String {
     out
 }
 
+async fn read_at_most(path: &str, limit: u64) -> std::io::Result<Vec<u8>> {
+    use tokio::io::AsyncReadExt;
+    let mut bytes = Vec::new();
+    tokio::fs::File::open(path).await?.take(limit).read_to_end(&mut bytes).await?;
+    Ok(bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,13 +179,13 @@ mod tests {
     fn long_text_is_cut_on_a_character_boundary_and_says_so() {
         let mut bytes = vec![b'a'; MAX_TEXT_BYTES - 1];
         bytes.extend_from_slice("é and more".as_bytes());
-        let text = file_text("big.txt", &bytes);
+        let text = file_text("big.txt", &bytes, bytes.len() as u64);
         assert!(text.starts_with(&format!("File big.txt ({} bytes):\n", bytes.len())));
         assert!(text.ends_with(&format!(
             "[Cut: only the first {} of {} bytes are shown; read the rest with a file tool.]",
             MAX_TEXT_BYTES - 1,
             bytes.len()
         )));
-        assert_eq!(file_text("s.txt", b"short"), "File s.txt (5 bytes):\nshort");
+        assert_eq!(file_text("s.txt", b"short", 5), "File s.txt (5 bytes):\nshort");
     }
 }

@@ -287,16 +287,20 @@ impl SafetyTool {
         let name = self.inner.name();
         let spilled = spilled_file(&value);
         let text = match &spilled {
-            Some(path) => match read_spilled(path, self.classifier.max_chars, self.classifier.max_chunks).await {
-                Ok(text) => text,
-                Err(why) => format!("(the spilled result could not be read back: {why})"),
-            },
-            None => match &value {
+            Some(path) => read_spilled(path, self.classifier.max_chars, self.classifier.max_chunks)
+                .await
+                .map_err(|why| format!("the spilled result could not be read back: {why}")),
+            None => Ok(match &value {
                 Value::String(text) => text.clone(),
                 other => other.to_string(),
-            },
+            }),
         };
-        let verdict = self.classifier.classify(Subject::Result, name, &text).await;
+        // A result that cannot be read back is unchecked, never "safe": it goes to the user like a bad verdict.
+        let verdict = match &text {
+            Ok(text) => self.classifier.classify(Subject::Result, name, text).await,
+            Err(why) => Verdict::Failed(why.clone()),
+        };
+        let text = text.unwrap_or_default();
         tracing::info!(tool = %name, verdict = ?verdict, "safety check of a result");
         let Some(reason) = verdict.reason() else { return value };
         let detail = format!("{}\n- result excerpt: {}", approval_detail(args), escape_capped(&text, EXCERPT_CHARS));

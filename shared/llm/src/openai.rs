@@ -85,8 +85,9 @@ impl OpenAiChat {
 impl ChatProvider for OpenAiChat {
     fn complete<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<ChatResponse>> {
         Box::pin(async move {
-            let body = request_body(request).to_string();
-            let body = self.redactor.redact(&body).into_owned().into_bytes();
+            let mut body = request_body(request);
+            redact_messages(&self.redactor, &mut body);
+            let body = body.to_string().into_bytes();
             let mut retry = 0;
             loop {
                 match self.send_once(&body).await {
@@ -101,6 +102,36 @@ impl ChatProvider for OpenAiChat {
                 }
             }
         })
+    }
+}
+
+/// Masks secret values in what the conversation says (message contents and tool-call arguments), never in the
+/// request's structure: a short vault value must not turn a role, a model name or a number into `***`.
+fn redact_messages(redactor: &Redactor, body: &mut Value) {
+    if redactor.is_empty() {
+        return;
+    }
+    let Some(messages) = body.get_mut("messages").and_then(Value::as_array_mut) else { return };
+    for message in messages {
+        if let Some(content) = message.get_mut("content") {
+            match content {
+                Value::Array(parts) => {
+                    for part in parts {
+                        if let Some(text) = part.get_mut("text") {
+                            redactor.redact_json(text);
+                        }
+                    }
+                }
+                other => redactor.redact_json(other),
+            }
+        }
+        if let Some(calls) = message.get_mut("tool_calls").and_then(Value::as_array_mut) {
+            for call in calls {
+                if let Some(arguments) = call.pointer_mut("/function/arguments") {
+                    redactor.redact_json(arguments);
+                }
+            }
+        }
     }
 }
 
@@ -267,6 +298,30 @@ mod tests {
         assert_eq!(response.tool_calls.len(), 2);
         assert_eq!(response.tool_calls[1].arguments, r#"{"n":2}"#);
         assert_eq!(response.usage.total_tokens, 15);
+    }
+
+    #[test]
+    fn secrets_are_masked_in_contents_and_arguments_only() {
+        let redactor = minibot_vault::Redactor::from_values(["user", "s3cr3t-value"]);
+        let mut body = json!({
+            "model": "user",
+            "max_tokens": 4000,
+            "messages": [
+                { "role": "user", "content": "my key is s3cr3t-value" },
+                { "role": "assistant", "content": null, "tool_calls": [
+                    { "id": "1", "type": "function", "function": { "name": "bash", "arguments": "{\"cmd\":\"echo s3cr3t-value\"}" } }
+                ] },
+                { "role": "user", "content": [{ "type": "text", "text": "s3cr3t-value" },
+                    { "type": "image_url", "image_url": { "url": "data:image/png;base64,s3cr3t-value" } }] }
+            ]
+        });
+        redact_messages(&redactor, &mut body);
+        assert_eq!(body["model"], "user");
+        assert_eq!(body["messages"][0]["role"], "user");
+        assert_eq!(body["messages"][0]["content"], "my key is ***");
+        assert_eq!(body["messages"][1]["tool_calls"][0]["function"]["arguments"], "{\"cmd\":\"echo ***\"}");
+        assert_eq!(body["messages"][2]["content"][0]["text"], "***");
+        assert_eq!(body["messages"][2]["content"][1]["image_url"]["url"], "data:image/png;base64,s3cr3t-value");
     }
 
     #[test]

@@ -326,8 +326,10 @@ impl McpServer {
         for (name, value) in &self.config.headers {
             let header_name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
                 .map_err(|e| McpError::Config { server: server.clone(), message: format!("header `{name}`: {e}") })?;
-            let header_value = reqwest::header::HeaderValue::from_str(value)
+            let mut header_value = reqwest::header::HeaderValue::from_str(value)
                 .map_err(|e| McpError::Config { server: server.clone(), message: format!("header `{name}`: {e}") })?;
+            // Kept out of any Debug output of the request (an `auth_secret` is a vault value).
+            header_value.set_sensitive(header_name == reqwest::header::AUTHORIZATION);
             headers.insert(header_name, header_value);
         }
         let transport = StreamableHttpClientTransport::from_config(config.custom_headers(headers));

@@ -203,9 +203,10 @@ impl TaskQueue for SqliteQueue {
                     return Ok(());
                 }
             }
-            if matches!(message.kind, ControlKind::ApprovalResult { .. }) {
-                // Only a claimed task reads its controls, and settling deletes them; an answer for a task no worker
-                // holds any more would stay in the table for good. Nobody waits for it, so it is not stored.
+            if matches!(message.kind, ControlKind::ApprovalResult { .. } | ControlKind::Cancel) {
+                // Only a claimed task reads its controls, and settling deletes them; an answer or a cancel for a
+                // task no worker holds any more would stay in the table for good. Nobody waits for it, so it is
+                // not stored.
                 sqlx::query(
                     "INSERT INTO queue_controls (task_id, payload)
                      SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM queue_tasks WHERE task_id = ?1 AND status = 'leased')",

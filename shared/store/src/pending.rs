@@ -20,7 +20,7 @@ impl Store {
         )
         .bind(event_id)
         .bind(session_id)
-        .bind(self.redactor.redact(message_json))
+        .bind(self.redactor.redact_json_text(message_json))
         .bind(now())
         .execute(&self.pool)
         .await?;

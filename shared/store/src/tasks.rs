@@ -188,6 +188,16 @@ impl TaskStore {
         self
     }
 
+    /// `value` as stored: JSON text with the secret values of its strings masked.
+    fn redact_json(&self, value: &Value) -> String {
+        if self.redactor.is_empty() {
+            return value.to_string();
+        }
+        let mut value = value.clone();
+        self.redactor.redact_json(&mut value);
+        value.to_string()
+    }
+
     /// Closes the pool; call it before the tokio runtime stops (see [`crate::Store::close`]).
     pub async fn close(&self) {
         self.pool.close().await;
@@ -289,7 +299,7 @@ impl TaskStore {
         sqlx::query("INSERT INTO task_events (task_id, event_type, payload, created_at) VALUES (?1, ?2, ?3, ?4)")
             .bind(task_id)
             .bind(event_type)
-            .bind(self.redactor.redact(&payload.to_string()))
+            .bind(self.redact_json(payload))
             .bind(now())
             .execute(&mut *tx)
             .await?;
@@ -329,7 +339,7 @@ impl TaskStore {
              WHERE id = ?1 AND status IN ('pending', 'running') RETURNING *",
         )
         .bind(task_id)
-        .bind(self.redactor.redact(&progress.to_string()))
+        .bind(self.redact_json(progress))
         .bind(i64::from(attempt))
         .bind(now())
         .fetch_optional(&self.pool)

@@ -105,7 +105,8 @@ fn derive_key(password: &str, salt: &[u8], n: u64, r: u32, p: u32) -> Result<Zer
     if n < 2 || !n.is_power_of_two() {
         return Err(Damage::Malformed(format!("scrypt n = {n} is not a power of two")));
     }
-    if !(1..=64).contains(&r) || !(1..=16).contains(&p) || 128 * u64::from(r) * n > MAX_KDF_MEMORY {
+    let memory = n.checked_mul(128 * u64::from(r));
+    if !(1..=64).contains(&r) || !(1..=16).contains(&p) || memory.is_none_or(|bytes| bytes > MAX_KDF_MEMORY) {
         return Err(Damage::Malformed(format!("scrypt parameters n={n} r={r} p={p} are out of range")));
     }
     let log_n = u8::try_from(n.trailing_zeros()).map_err(|e| Damage::Malformed(e.to_string()))?;

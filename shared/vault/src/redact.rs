@@ -125,6 +125,41 @@ impl Redactor {
         }
     }
 
+    /// Redacts the string values of a JSON document in place, leaving keys, numbers and booleans alone (a
+    /// short secret such as `1234` must not turn `"max_tokens": 12345` into `***5`) and `data:` URLs (base64
+    /// image data would be corrupted by a chance match, and holds no secret text).
+    pub fn redact_json(&self, value: &mut serde_json::Value) {
+        if self.is_empty() {
+            return;
+        }
+        match value {
+            serde_json::Value::String(text) => {
+                if !text.starts_with("data:")
+                    && let Cow::Owned(redacted) = self.redact(text)
+                {
+                    *text = redacted;
+                }
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(|item| self.redact_json(item)),
+            serde_json::Value::Object(map) => map.values_mut().for_each(|item| self.redact_json(item)),
+            serde_json::Value::Null | serde_json::Value::Bool(_) | serde_json::Value::Number(_) => {}
+        }
+    }
+
+    /// JSON text with [`Self::redact_json`] applied; text that is not JSON is redacted as text.
+    pub fn redact_json_text<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        if self.is_empty() {
+            return Cow::Borrowed(text);
+        }
+        match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(mut value) => {
+                self.redact_json(&mut value);
+                Cow::Owned(value.to_string())
+            }
+            Err(_) => self.redact(text),
+        }
+    }
+
     /// [`Self::redact`] on bytes that need not be UTF-8.
     pub fn redact_bytes<'t>(&self, bytes: &'t [u8]) -> Cow<'t, [u8]> {
         match &self.matcher {
@@ -189,6 +224,22 @@ impl<W: Write> Drop for RedactingWriter<W> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn json_redaction_touches_string_values_only() {
+        let r = Redactor::from_values(["1234", "user"]);
+        let mut body = serde_json::json!({
+            "max_tokens": 12345,
+            "user": "the pin is 1234",
+            "messages": [{ "content": [{ "type": "image_url", "image_url": { "url": "data:image/png;base64,AA1234user" } }] }],
+        });
+        r.redact_json(&mut body);
+        assert_eq!(body["max_tokens"], 12345, "numbers stay");
+        assert_eq!(body["user"], "the pin is ***", "keys stay, string values are masked");
+        assert_eq!(body["messages"][0]["content"][0]["image_url"]["url"], "data:image/png;base64,AA1234user");
+        assert_eq!(r.redact_json_text("{\"n\":1234,\"s\":\"1234\"}"), "{\"n\":1234,\"s\":\"***\"}");
+        assert_eq!(r.redact_json_text("not json 1234"), "not json ***");
+    }
 
     #[test]
     fn masks_values_and_their_escaped_forms() {

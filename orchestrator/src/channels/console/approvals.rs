@@ -1,5 +1,6 @@
 //! Approval questions in the terminal. The console prints the question; the next line typed answers it (`y` or
-//! `yes` approves, anything else denies), and `/stop`, `/exit` or Ctrl-C deny every open question. Calls matching
+//! `yes` approves, anything else denies; a line that is not a yes or no also goes on as a message), and
+//! `/stop`, `/exit` or Ctrl-C deny every open question. Calls matching
 //! `--approve` are approved without asking; a `--once` run cannot ask, so it denies the rest and says how to
 //! allow them.
 //!
@@ -45,10 +46,10 @@ impl Questions {
         open.len() != before
     }
 
-    /// Answers the oldest open question with `line`; returns the tool and whether it was approved, or `None`
-    /// when no question is open (the line is a message).
+    /// Answers the question printed last (the one on the screen) with `line`; returns the tool and whether it
+    /// was approved, or `None` when no question is open (the line is a message).
     pub fn answer(&self, line: &str) -> Option<(String, bool)> {
-        let open = self.lock().pop_front()?;
+        let open = self.lock().pop_back()?;
         let approved = matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes");
         let decision = if approved { ApprovalDecision::Approved } else { ApprovalDecision::Denied };
         let _ = open.answer.send(decision);
@@ -64,6 +65,12 @@ impl Questions {
         }
         count
     }
+}
+
+/// Whether a line is a reply to a question (`y`, `yes`, `n`, `no`, or just Enter). Any other line denies the
+/// open question and still goes on as a message, so text typed while a question appeared is not lost.
+pub fn is_reply(line: &str) -> bool {
+    matches!(line.trim().to_ascii_lowercase().as_str(), "" | "y" | "yes" | "n" | "no")
 }
 
 /// How this console answers approval questions.
@@ -168,7 +175,7 @@ pub fn ask(questions: &Questions, request: &ApprovalRequest) -> Answer {
 mod tests {
     // By its full path: the module layout test reads `super::` as the console module.
     use crate::channels::console::approvals::{
-        Answer, ApprovalDecision, ApprovalRequest, Questions, ask, question_text,
+        Answer, ApprovalDecision, ApprovalRequest, Questions, ask, is_reply, question_text,
     };
 
     fn request(tool: &str) -> ApprovalRequest {
@@ -176,15 +183,26 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn lines_answer_the_oldest_question() {
+    async fn lines_answer_the_question_printed_last() {
         let questions = Questions::default();
         let Answer::Wait { answer: first, .. } = ask(&questions, &request("bash")) else { panic!("waits") };
         let Answer::Wait { answer: second, .. } = ask(&questions, &request("python_execute")) else { panic!("waits") };
-        assert_eq!(questions.answer(" YES "), Some(("bash".into(), true)));
-        assert_eq!(questions.answer("sure"), Some(("python_execute".into(), false)));
+        assert_eq!(questions.answer(" YES "), Some(("python_execute".into(), true)));
+        assert_eq!(questions.answer("sure"), Some(("bash".into(), false)));
         assert_eq!(questions.answer("y"), None, "no question left: the line is a message");
-        assert_eq!(first.await.ok(), Some(ApprovalDecision::Approved));
-        assert_eq!(second.await.ok(), Some(ApprovalDecision::Denied));
+        assert_eq!(second.await.ok(), Some(ApprovalDecision::Approved));
+        assert_eq!(first.await.ok(), Some(ApprovalDecision::Denied));
+    }
+
+    #[test]
+    fn only_yes_no_and_enter_are_replies() {
+        for reply in ["y", " YES ", "n", "No", ""] {
+            assert!(is_reply(reply), "{reply:?}");
+        }
+        // Denies the question, then goes on as a message.
+        for message in ["sure", "what does it do?", "yes please"] {
+            assert!(!is_reply(message), "{message:?}");
+        }
     }
 
     #[tokio::test]

@@ -1,7 +1,7 @@
 //! The interactive console: a line editor on its own thread, so the user can type (and steer) while a turn runs.
 
 use super::actor::{Awaiting, CHANNEL, Console, PlainScreen, Screen};
-use super::approvals::{ConsoleApprovals, Questions};
+use super::approvals::{ConsoleApprovals, Questions, is_reply};
 use crate::cli::ConsoleArgs;
 use crate::messages::{Inbound, Intake, ReplayPending, StopTurn};
 use actix::prelude::*;
@@ -74,7 +74,9 @@ fn spawn_repl(input: Input, plain: bool) -> anyhow::Result<(Box<dyn Screen>, one
                 questions.deny_all();
             } else if let Some((tool, approved)) = questions.answer(text) {
                 eprintln!("  · {tool} {}", if approved { "approved" } else { "denied" });
-                return true;
+                if is_reply(text) {
+                    return true;
+                }
             }
             match text {
                 "" => {}

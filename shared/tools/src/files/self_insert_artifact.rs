@@ -93,9 +93,21 @@ impl Tool for SelfInsertArtifact {
             .filename
             .or_else(|| path.absolute.file_name().map(|n| n.to_string_lossy().into_owned()))
             .unwrap_or_else(|| shown.clone());
+        // An image's type comes from its bytes, not from the model's `mime` or the file name: a provider
+        // refuses a data URL whose content does not match, and the refused part would stay in the run.
+        let mime = match args.kind {
+            Kind::Image => sniff_image(&path.absolute).map_or(mime, str::to_string),
+            Kind::File => mime,
+        };
         let truncated = match args.kind {
             Kind::Image => {
                 check_image(&shown, &mime, size)?;
+                if sniff_image(&path.absolute).is_none() {
+                    return Err(ToolError::respond(
+                        "not_an_image",
+                        format!("{shown} does not hold a PNG, JPEG, GIF or WebP image; insert it with as=\"file\""),
+                    ));
+                }
                 false
             }
             Kind::File => check_text(&path.absolute, &shown, &mime)?,
@@ -174,4 +186,24 @@ fn check_text(absolute: &std::path::Path, shown: &str, mime: &str) -> Result<boo
         ));
     }
     Ok(truncated)
+}
+
+/// The image type the file's first bytes show, among those models take.
+fn sniff_image(path: &std::path::Path) -> Option<&'static str> {
+    use std::io::Read;
+    let mut head = [0u8; 12];
+    let mut file = std::fs::File::open(path).ok()?;
+    let read = file.read(&mut head).ok()?;
+    let head = &head[..read];
+    if head.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if head.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        Some("image/jpeg")
+    } else if head.starts_with(b"GIF87a") || head.starts_with(b"GIF89a") {
+        Some("image/gif")
+    } else if head.len() == 12 && head.starts_with(b"RIFF") && &head[8..12] == b"WEBP" {
+        Some("image/webp")
+    } else {
+        None
+    }
 }

@@ -9,7 +9,8 @@ use serde_json::json;
 #[tokio::test]
 async fn an_image_too_large_for_a_request_is_refused() {
     let env = Env::new("");
-    let big = vec![0u8; MAX_IMAGE_BYTES as usize + 1];
+    let mut big = b"\x89PNG\r\n\x1a\n".to_vec();
+    big.resize(MAX_IMAGE_BYTES as usize + 1, 0);
     std::fs::write(env.root().join("huge.png"), &big).unwrap();
     let (code, message) = env.err("self_insert_artifact", json!({ "path": "huge.png", "as": "image" })).await;
     assert_eq!(code, "file_too_large");
@@ -19,6 +20,19 @@ async fn an_image_too_large_for_a_request_is_refused() {
     let inserted = env.ok("self_insert_artifact", json!({ "path": "ok.png", "as": "image" })).await;
     assert_eq!((inserted["inserted"].as_bool(), inserted["size"].as_u64()), (Some(true), Some(1000)));
     assert!(inserted["message"].as_str().unwrap().contains("added to your context"), "{inserted}");
+}
+
+#[tokio::test]
+async fn a_file_named_like_an_image_must_hold_one() {
+    let env = Env::new("");
+    env.write("fake.png", "not an image at all");
+    let (code, message) = env.err("self_insert_artifact", json!({ "path": "fake.png", "as": "image" })).await;
+    assert_eq!(code, "not_an_image");
+    assert!(message.contains("fake.png"), "{message}");
+    // The model's `mime` does not make it one either.
+    let (code, _) =
+        env.err("self_insert_artifact", json!({ "path": "fake.png", "as": "image", "mime": "image/png" })).await;
+    assert_eq!(code, "not_an_image");
 }
 
 #[tokio::test]

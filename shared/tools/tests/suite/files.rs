@@ -151,7 +151,7 @@ async fn send_file_on_a_channel_without_files_is_refused_not_reported_sent() {
 async fn send_file_and_self_insert_return_directives() {
     let env = Env::new("");
     env.write("report.pdf", "%PDF-1.4");
-    env.write("chart.png", "png");
+    std::fs::write(env.root().join("chart.png"), b"\x89PNG\r\n\x1a\nrest").unwrap();
     let sent = env.ok("send_file", json!({ "path": "report.pdf", "caption": "Q3" })).await;
     let absolute = env.root().join("report.pdf").display().to_string();
     assert_eq!(
