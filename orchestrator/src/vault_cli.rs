@@ -53,10 +53,20 @@ struct Target {
 impl Target {
     fn resolve(config: Option<&Path>, path: Option<PathBuf>, password_file: Option<PathBuf>) -> Result<Self, Failure> {
         // Only `[vault]` is needed, and the vault may not exist or be switched on yet: leave it closed.
-        let config = config
-            .map(|path| Config::load_with(Some(path), Unlock::Skip))
-            .transpose()
-            .map_err(|e| Failure::BadInput(e.to_string()))?;
+        // Without --config, the config the assistant itself would load (MINIBOT_CONFIG, then ./config.toml), so
+        // both use the same `[vault] path`. A default config that does not load does not block the vault tool.
+        let config = match config {
+            Some(path) => {
+                Some(Config::load_with(Some(path), Unlock::Skip).map_err(|e| Failure::BadInput(e.to_string()))?)
+            }
+            None => match Config::load_with(None, Unlock::Skip) {
+                Ok(config) => config.source.is_some().then_some(config),
+                Err(error) => {
+                    eprintln!("minibot vault: not reading [vault] from the default config ({error}); pass --config");
+                    None
+                }
+            },
+        };
         let path = path
             .or_else(|| config.as_ref().map(|c| c.resolve_path(&c.vault.path)))
             .unwrap_or_else(|| PathBuf::from("secrets.vault.yml"));
