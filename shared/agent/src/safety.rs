@@ -197,6 +197,8 @@ impl SafetyClassifier {
         for attempt in 1..=ATTEMPTS {
             why = match tokio::time::timeout(self.timeout, self.provider.complete(&request)).await {
                 Err(_) => format!("no answer within {} s", self.timeout.as_secs_f64()),
+                // The provider already retried what can succeed on retry; a refused key or request will not.
+                Ok(Err(error)) if !error.is_retryable() => return Verdict::Failed(error.to_string()),
                 Ok(Err(error)) => error.to_string(),
                 Ok(Ok(response)) => match parse_verdict(response.content.as_deref().unwrap_or_default()) {
                     Ok(verdict) => return verdict,
