@@ -13,18 +13,23 @@ use minibot_protocol::{ControlKind, ControlMessage};
 use serde_json::json;
 use std::time::Duration;
 
+/// How much sooner than the worker the orchestrator stops asking: the event's trip from worker to here.
+const WORKER_WAIT_MARGIN: Duration = Duration::from_secs(1);
+
 /// One question as the worker sent it.
 pub struct WorkerQuestion {
     pub task_id: String,
     pub attempt: u32,
     pub request: ApprovalRequest,
+    /// How long the worker waits, as it said; the question is withdrawn a little before that.
+    pub worker_wait: Option<Duration>,
 }
 
 /// Asks the task's chat and sends the answer back to the worker.
 pub async fn relay(hub: &TaskHub, routes: &TaskRoutes, question: WorkerQuestion) {
-    let WorkerQuestion { task_id, attempt, request } = question;
+    let WorkerQuestion { task_id, attempt, request, worker_wait } = question;
     let approval_id = request.approval_id.clone();
-    let decision = ask(hub, routes, &task_id, attempt, request).await;
+    let decision = ask(hub, routes, &task_id, attempt, request, worker_wait).await;
     let (approved, reason) = match decision {
         ApprovalDecision::Approved => (true, None),
         ApprovalDecision::Denied => (false, None),
@@ -47,6 +52,7 @@ async fn ask(
     task_id: &str,
     attempt: u32,
     request: ApprovalRequest,
+    worker_wait: Option<Duration>,
 ) -> ApprovalDecision {
     let record = match hub.store.get(task_id).await {
         Ok(Some(record)) => record,
@@ -69,7 +75,10 @@ async fn ask(
     }
     // The channel's own prompt applies the approval timeout too; this bound only keeps a question from waiting
     // forever on a channel that never answers.
-    let timeout = Duration::from_secs(hub.config.tools.approval.timeout_seconds.max(1));
+    // The worker stops waiting first (it counts from before the event travelled): ask for a little less, so
+    // the chat never approves a call the worker has already given up on.
+    let timeout = Duration::from_secs(hub.config.tools.approval.timeout_seconds.max(1))
+        .min(worker_wait.map_or(Duration::MAX, |wait| wait.saturating_sub(WORKER_WAIT_MARGIN)));
     let channel = match routes.approval.send(FindApprovals { channel: record.channel.clone() }).await {
         Ok(Ok(channel)) => channel,
         Ok(Err(why)) => return ApprovalDecision::Unavailable(why),

@@ -138,7 +138,7 @@ impl Handler<Apply> for TaskCoordinator {
                     };
                     hub.store.finish(&event.task_id, event.attempt, &ending).await
                 }
-                WorkerEventKind::ApprovalRequest { approval_id, tool, detail, reason } => {
+                WorkerEventKind::ApprovalRequest { approval_id, tool, detail, reason, wait_ms } => {
                     // Changes no record: asked in the background, acknowledged now (a question lost in a crash
                     // goes unanswered, and the worker denies).
                     let request = ApprovalRequest {
@@ -147,7 +147,12 @@ impl Handler<Apply> for TaskCoordinator {
                         detail: detail.clone(),
                         reason: reason.clone(),
                     };
-                    let question = WorkerQuestion { task_id: event.task_id.clone(), attempt: event.attempt, request };
+                    let question = WorkerQuestion {
+                        task_id: event.task_id.clone(),
+                        attempt: event.attempt,
+                        request,
+                        worker_wait: wait_ms.map(std::time::Duration::from_millis),
+                    };
                     return (Route::Approval(question), Some(delivery));
                 }
                 WorkerEventKind::Unknown => {

@@ -77,8 +77,41 @@ async fn claim(worker: &SqliteQueue) -> ClaimedTask {
     task
 }
 
+/// A channel whose user never answers.
+struct SilentChannel;
+
+impl Actor for SilentChannel {
+    type Context = Context<Self>;
+}
+
+impl Handler<AskApproval> for SilentChannel {
+    type Result = ResponseFuture<ApprovalDecision>;
+    fn handle(&mut self, _msg: AskApproval, _ctx: &mut Context<Self>) -> Self::Result {
+        Box::pin(std::future::pending())
+    }
+}
+
+impl Handler<Outbound> for SilentChannel {
+    type Result = ();
+    fn handle(&mut self, _msg: Outbound, _ctx: &mut Context<Self>) {}
+}
+
+impl Handler<Progress> for SilentChannel {
+    type Result = ();
+    fn handle(&mut self, _msg: Progress, _ctx: &mut Context<Self>) {}
+}
+
 /// Asks as the worker's approver does, reading the task's control messages meanwhile.
 async fn ask(worker: &Arc<SqliteQueue>, task: &ClaimedTask, approval_id: &str) -> ApprovalAnswer {
+    ask_waiting(worker, task, approval_id, Duration::from_secs(20)).await
+}
+
+async fn ask_waiting(
+    worker: &Arc<SqliteQueue>,
+    task: &ClaimedTask,
+    approval_id: &str,
+    wait: Duration,
+) -> ApprovalAnswer {
     let pending = Arc::new(PendingApprovals::new(task));
     let reader = {
         let (worker, task, pending) = (worker.clone(), task.clone(), pending.clone());
@@ -97,7 +130,7 @@ async fn ask(worker: &Arc<SqliteQueue>, task: &ClaimedTask, approval_id: &str) -
         detail: "- command: df -h".into(),
         reason: Some("the safety classifier flagged it: reads the disk".into()),
     };
-    let answer = pending.ask(worker.as_ref(), task, "w-test", question, Duration::from_secs(20)).await;
+    let answer = pending.ask(worker.as_ref(), task, "w-test", question, wait).await;
     reader.abort();
     answer
 }
@@ -134,6 +167,44 @@ async fn a_workers_question_reaches_the_tasks_chat_and_its_answer_goes_back() {
     let events: Vec<String> = hub.store.events(&task_id).await.unwrap().into_iter().map(|(kind, _, _)| kind).collect();
     assert!(events.ends_with(&["approval_requested".into(), "approval_answered".into()]), "{events:?}");
 
+    worker.close().await;
+}
+
+#[actix::test]
+async fn the_chat_stops_asking_when_the_worker_stops_waiting() {
+    // `[tools.approval] timeout_seconds` is 90 s; the worker waits 2 s. The orchestrator must give up with the
+    // worker, not 88 s later, so no yes is ever recorded for a call the worker already denied.
+    let h = Harness::start("http://127.0.0.1:9/v1", "").await;
+    let hub = hub(&h);
+    TaskCoordinator::new(hub.clone(), router::task_routes(&h.router)).start();
+    let channel = SilentChannel.start();
+    let handle = ChannelHandle {
+        outbound: channel.clone().recipient(),
+        progress: channel.clone().recipient(),
+        capabilities: ChannelCapabilities::default(),
+        files: None,
+        approvals: Some(channel.recipient()),
+    };
+    h.router.send(RegisterChannel { name: "silent".into(), handle }).await.unwrap();
+    let task_id = submit(&hub, &chat("silent", 5)).await;
+    let db = minibot_queue::backend::tasks_db_path(&hub.config).unwrap();
+    let worker = Arc::new(SqliteQueue::open(&db, "w-test", Duration::from_secs(60)).await.unwrap());
+    let task = claim(&worker).await;
+
+    let answer = ask_waiting(&worker, &task, "q1", Duration::from_secs(2)).await;
+    assert!(matches!(answer, ApprovalAnswer::Unanswered(_)), "{answer:?}");
+    // The relay gave up a little before the worker and noted a no.
+    let answered = hub
+        .store
+        .events(&task_id)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|(kind, _, _)| kind == "approval_answered")
+        .map(|(_, payload, _)| payload);
+    let answered = answered.expect("the relay noted its answer before the worker gave up");
+    assert_eq!(answered["approved"], false);
+    assert!(answered["reason"].as_str().unwrap().contains("nobody answered"), "{answered}");
     worker.close().await;
 }
 

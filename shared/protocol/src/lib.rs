@@ -147,6 +147,10 @@ pub enum WorkerEventKind {
         /// Why it is asked when a pattern is not the reason (the safety classifier's verdict).
         #[serde(default)]
         reason: Option<String>,
+        /// How long the worker waits for the answer, in milliseconds; the orchestrator stops asking after
+        /// that, so a late yes is never recorded for a call the worker already denied. `None` from older workers.
+        #[serde(default)]
+        wait_ms: Option<u64>,
     },
     /// An event of a kind this side does not know (sent by a newer version): decoded so it can be acknowledged
     /// and skipped instead of failing the whole message.
@@ -287,6 +291,7 @@ mod tests {
                 tool: "bash".into(),
                 detail: "- command: ls".into(),
                 reason: Some("deletes files".into()),
+                wait_ms: Some(90_000),
             },
         );
         assert_eq!(WorkerEvent::decode(&question.encode().unwrap()).unwrap(), question);

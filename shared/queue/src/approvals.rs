@@ -93,6 +93,7 @@ impl PendingApprovals {
                 tool: question.tool.clone(),
                 detail: question.detail.clone(),
                 reason: question.reason.clone(),
+                wait_ms: Some(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX)),
             },
         );
         if let Err(error) = queue.emit(task, &event).await {

@@ -90,6 +90,8 @@ async fn scenario(orchestrator: Arc<dyn TaskQueue>, worker: Arc<dyn WorkQueue>) 
             tool: "bash".into(),
             detail: "- command: rm -rf build".into(),
             reason: Some("deletes files".into()),
+            // The orchestrator stops asking when the worker stops waiting.
+            wait_ms: Some(20_000),
         }
     );
 
