@@ -5,7 +5,7 @@
 mod vault_cli;
 
 use clap::Parser;
-use minibot_config::{Config, Unlock};
+use minibot_config::Config;
 use minibot_orchestrator::cli::{Cli, Command};
 use minibot_orchestrator::{boot, logging};
 use std::process::ExitCode;
@@ -26,11 +26,7 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let config = match &cli.command {
-        // A local worker gets the secrets its parent unlocked, through stdin (see docs/secrets.md).
-        Some(Command::Worker(args)) if args.secrets_from_stdin => {
-            let secrets = minibot_vault::receive(std::io::stdin().lock())?;
-            Config::load_with(cli.config.as_deref(), Unlock::Given(secrets))?
-        }
+        Some(Command::Worker(args)) => minibot_worker::load_config(cli.config.as_deref(), args.secrets_from_stdin)?,
         _ => Config::load(cli.config.as_deref())?,
     };
     logging::init(&config, cli.verbose)?;

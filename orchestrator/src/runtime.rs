@@ -171,9 +171,7 @@ impl Runtime {
     pub fn tools(&self) -> ToolRegistry {
         let tools = self.turn_tools();
         let names = tools.names();
-        let servers = self.mcp.as_ref().map_or_else(Vec::new, |hub| {
-            hub.status().into_iter().filter(|s| s.tools.iter().any(|t| names.contains(t))).map(|s| s.name).collect()
-        });
+        let servers = self.mcp.as_ref().map_or_else(Vec::new, |hub| hub.servers_serving(&names));
         self.running.set_tools(names, servers);
         tools
     }
@@ -181,37 +179,19 @@ impl Runtime {
     fn turn_tools(&self) -> ToolRegistry {
         let mut tools = self.base_tools.clone();
         if let Some(hub) = &self.mcp {
-            let mut remote = ToolRegistry::new();
-            for tool in hub.tools() {
-                if self.policy.permits(tool.name()) && !self.ownership.hides(tool.name()) {
-                    remote.register(tool);
-                }
-            }
-            // Long MCP results spill to a managed file like every other tool's; the read-back tools come along
-            // only so the spill notice can name them.
-            for name in ["code_read", "grep", "read_file", "bash"] {
-                if let Some(tool) = self.base_tools.get(name) {
-                    remote.register(Arc::clone(tool));
-                }
-            }
-            let remote = minibot_agent::wrap_with_spill(
-                &remote,
+            let remote = hub.spilled_tools(
+                |name| self.policy.permits(name) && !self.ownership.hides(name),
+                &self.base_tools,
                 &self.config.tools.tool_output_spill,
                 self.spill_root.as_deref(),
             );
-            // The safety classifier covers MCP tools too (the read-back tools above are wrapped already and are
-            // not taken from `remote`).
+            // The safety classifier covers MCP tools too (the read-back tools in `remote` are wrapped already and
+            // are not taken from it).
             let remote = match &self.safety {
                 Some(classifier) => classifier.wrap(&remote),
                 None => remote,
             };
-            for name in remote.names() {
-                if tools.get(&name).is_none()
-                    && let Some(tool) = remote.get(&name)
-                {
-                    tools.register(Arc::clone(tool));
-                }
-            }
+            tools.register_missing(&remote);
         }
         if self.ownership.is_shared() {
             return tools;

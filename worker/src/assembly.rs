@@ -54,29 +54,9 @@ pub async fn assemble(config: &Arc<Config>, task: &TaskEnvelope) -> Result<Assem
         Some(agent) => {
             let hub = minibot_mcp::McpHub::start_subset(config, &agent.mcp_servers).await.map_err(|e| e.to_string())?;
             let deny = minibot_agent::Patterns::new(&agent.tools_deny).map_err(|e| e.to_string())?;
-            let mut remote = ToolRegistry::new();
-            for tool in hub.tools() {
-                if !deny.matches(tool.name()) {
-                    remote.register(tool);
-                }
-            }
-            // MCP bindings return results whole: the spill wrapper spills a long one to a managed file, or cuts
-            // it to the server's `inline_result_chars` when spill is off. The read-back tools come along only so
-            // the spill notice can name them.
-            for name in ["code_read", "grep", "read_file", "bash"] {
-                if let Some(tool) = tools.get(name) {
-                    remote.register(Arc::clone(tool));
-                }
-            }
             let root = services.files.as_ref().map(|files| files.path());
-            let remote = minibot_agent::wrap_with_spill(&remote, &config.tools.tool_output_spill, root);
-            for name in remote.names() {
-                if tools.get(&name).is_none()
-                    && let Some(tool) = remote.get(&name)
-                {
-                    tools.register(Arc::clone(tool));
-                }
-            }
+            let remote = hub.spilled_tools(|name| !deny.matches(name), &tools, &config.tools.tool_output_spill, root);
+            tools.register_missing(&remote);
             Some(hub)
         }
         None => None,
@@ -91,9 +71,7 @@ pub async fn assemble(config: &Arc<Config>, task: &TaskEnvelope) -> Result<Assem
     };
     // get_settings reports these, not what the config enables.
     let names = tools.names();
-    let servers = mcp.as_ref().map_or_else(Vec::new, |hub| {
-        hub.status().into_iter().filter(|s| s.tools.iter().any(|t| names.contains(t))).map(|s| s.name).collect()
-    });
+    let servers = mcp.as_ref().map_or_else(Vec::new, |hub| hub.servers_serving(&names));
     services.running.set_tools(names, servers);
 
     let mut prompt = match &agent {

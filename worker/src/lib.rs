@@ -21,6 +21,17 @@ pub fn worker_id() -> String {
     })
 }
 
+/// Loads a worker's config. A local worker started with `secrets_from_stdin` gets the secrets its parent unlocked
+/// through stdin instead of the vault password (see docs/secrets.md); any other worker unlocks its own vault.
+pub fn load_config(path: Option<&std::path::Path>, secrets_from_stdin: bool) -> anyhow::Result<Config> {
+    use anyhow::Context as _;
+    if !secrets_from_stdin {
+        return Ok(Config::load(path)?);
+    }
+    let secrets = minibot_vault::receive(std::io::stdin().lock()).context("cannot read the secrets on stdin")?;
+    Ok(Config::load_with(path, minibot_config::Unlock::Given(secrets))?)
+}
+
 /// Runs a worker until its queue fails.
 pub async fn run(config: Config) -> anyhow::Result<()> {
     let id = worker_id();

@@ -1,7 +1,6 @@
 //! `minibot-worker`: consumes tasks from the configured queue and runs them. Start any number of them.
 
 use clap::Parser;
-use minibot_config::{Config, Unlock};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -23,21 +22,10 @@ struct Cli {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let loaded = if cli.secrets_from_stdin {
-        match minibot_vault::receive(std::io::stdin().lock()) {
-            Ok(secrets) => Config::load_with(cli.config.as_deref(), Unlock::Given(secrets)),
-            Err(error) => {
-                eprintln!("minibot-worker: cannot read the secrets on stdin: {error}");
-                return ExitCode::from(2);
-            }
-        }
-    } else {
-        Config::load(cli.config.as_deref())
-    };
-    let config = match loaded {
+    let config = match minibot_worker::load_config(cli.config.as_deref(), cli.secrets_from_stdin) {
         Ok(config) => config,
         Err(error) => {
-            eprintln!("minibot-worker: {error}");
+            eprintln!("minibot-worker: {error:#}");
             return ExitCode::from(2);
         }
     };

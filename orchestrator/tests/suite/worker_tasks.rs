@@ -50,6 +50,21 @@ impl Handler<Progress> for AskingChannel {
     fn handle(&mut self, _msg: Progress, _ctx: &mut Context<Self>) {}
 }
 
+/// Registers a channel that can ask for approvals under `name`.
+async fn register_asking<A>(h: &Harness, name: &str, channel: Addr<A>)
+where
+    A: Actor<Context = Context<A>> + Handler<Outbound> + Handler<Progress> + Handler<AskApproval>,
+{
+    let handle = ChannelHandle {
+        outbound: channel.clone().recipient(),
+        progress: channel.clone().recipient(),
+        capabilities: ChannelCapabilities::default(),
+        files: None,
+        approvals: Some(channel.recipient()),
+    };
+    h.router.send(RegisterChannel { name: name.into(), handle }).await.unwrap();
+}
+
 fn hub(h: &Harness) -> Arc<TaskHub> {
     h.runtime.tasks.clone().expect("tasks are enabled")
 }
@@ -142,14 +157,7 @@ async fn a_workers_question_reaches_the_tasks_chat_and_its_answer_goes_back() {
     TaskCoordinator::new(hub.clone(), router::task_routes(&h.router)).start();
     let (asked_tx, mut asked) = unbounded_channel();
     let channel = AskingChannel { asked: asked_tx, answer: ApprovalDecision::Approved }.start();
-    let handle = ChannelHandle {
-        outbound: channel.clone().recipient(),
-        progress: channel.clone().recipient(),
-        capabilities: ChannelCapabilities::default(),
-        files: None,
-        approvals: Some(channel.recipient()),
-    };
-    h.router.send(RegisterChannel { name: "asking".into(), handle }).await.unwrap();
+    register_asking(&h, "asking", channel).await;
 
     let task_id = submit(&hub, &chat("asking", 42)).await;
     let db = minibot_queue::backend::tasks_db_path(&hub.config).unwrap();
@@ -178,14 +186,7 @@ async fn the_chat_stops_asking_when_the_worker_stops_waiting() {
     let hub = hub(&h);
     TaskCoordinator::new(hub.clone(), router::task_routes(&h.router)).start();
     let channel = SilentChannel.start();
-    let handle = ChannelHandle {
-        outbound: channel.clone().recipient(),
-        progress: channel.clone().recipient(),
-        capabilities: ChannelCapabilities::default(),
-        files: None,
-        approvals: Some(channel.recipient()),
-    };
-    h.router.send(RegisterChannel { name: "silent".into(), handle }).await.unwrap();
+    register_asking(&h, "silent", channel).await;
     let task_id = submit(&hub, &chat("silent", 5)).await;
     let db = minibot_queue::backend::tasks_db_path(&hub.config).unwrap();
     let worker = Arc::new(SqliteQueue::open(&db, "w-test", Duration::from_secs(60)).await.unwrap());

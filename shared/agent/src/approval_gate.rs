@@ -10,7 +10,8 @@ use minibot_config::schema::ApprovalSection;
 use serde_json::Value;
 
 /// The binding name ending of a lazy MCP server's call tool (`<prefix>_<server>__call_tool`).
-const LAZY_CALL_SUFFIX: &str = "__call_tool";
+/// The name ending of a lazy MCP server's call tool (`<prefix>_<server>__call_tool`).
+pub(crate) const LAZY_CALL_SUFFIX: &str = "__call_tool";
 /// Why a call is denied when the turn has no way to ask.
 const CANNOT_ASK: &str = "this conversation cannot ask the user for approval";
 
@@ -41,7 +42,7 @@ impl ApprovalGate {
 
     /// Whether a call of `name` with `args` must be approved first.
     pub fn requires(&self, name: &str, args: &Value) -> bool {
-        self.patterns.matches(name) || lazy_remote_name(name, args).is_some_and(|remote| self.patterns.matches(&remote))
+        matches_call(&self.patterns, name, args)
     }
 
     /// Lets the call run (`Ok`) or returns the denial the model reads. Asks only when a pattern matches.
@@ -52,6 +53,19 @@ impl ApprovalGate {
         let remote = lazy_remote_name(name, args);
         let request = ApprovalRequest::for_call(name, remote.as_deref(), args, None);
         ask_approval(ctx, request).await
+    }
+}
+
+/// Whether `patterns` match a call by its own name or, for a lazy MCP call, by the remote tool's name.
+pub(crate) fn matches_call(patterns: &Patterns, name: &str, args: &Value) -> bool {
+    patterns.matches(name) || lazy_remote_name(name, args).is_some_and(|remote| patterns.matches(&remote))
+}
+
+/// The user's decision on `request`, through the turn's approver; a turn without one cannot ask.
+pub(crate) async fn decide(ctx: &ToolContext, request: ApprovalRequest) -> ApprovalDecision {
+    match &ctx.approver {
+        Some(approver) => approver.ask(request).await,
+        None => ApprovalDecision::Unavailable(CANNOT_ASK.into()),
     }
 }
 
@@ -66,10 +80,7 @@ pub fn lazy_remote_name(name: &str, args: &Value) -> Option<String> {
 /// [`APPROVAL_DENIED_CODE`] that tells the model not to retry. For tools that ask on their own account (a file
 /// tool about to write a protected file, the safety classifier), as the gate does.
 pub async fn ask_approval(ctx: &ToolContext, request: ApprovalRequest) -> Result<(), ToolError> {
-    let decision = match &ctx.approver {
-        Some(approver) => approver.ask(request.clone()).await,
-        None => ApprovalDecision::Unavailable(CANNOT_ASK.into()),
-    };
+    let decision = decide(ctx, request.clone()).await;
     match &decision {
         ApprovalDecision::Approved => {
             tracing::info!(tool = %request.tool, approval_id = %request.approval_id, "tool call approved");

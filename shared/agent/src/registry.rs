@@ -48,6 +48,15 @@ impl ToolRegistry {
         self.tools.is_empty()
     }
 
+    /// Adds the tools of `other` whose names this registry does not have yet, keeping its own.
+    pub fn register_missing(&mut self, other: &ToolRegistry) {
+        for tool in &other.tools {
+            if self.get(tool.name()).is_none() {
+                self.register(Arc::clone(tool));
+            }
+        }
+    }
+
     /// The tools the policy permits.
     pub fn filtered(&self, policy: &ToolPolicy) -> Self {
         let mut out = Self::new();

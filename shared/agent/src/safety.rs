@@ -17,8 +17,8 @@
 //! checked by reading the file back, and the file is deleted when the result is withheld.
 
 use crate::approval::{ApprovalDecision, ApprovalRequest};
-use crate::approval_detail::{approval_detail, display_tool_name, escape_capped};
-use crate::approval_gate::{ask_approval, lazy_remote_name};
+use crate::approval_detail::escape_capped;
+use crate::approval_gate::{LAZY_CALL_SUFFIX, ask_approval, decide, lazy_remote_name, matches_call};
 use crate::policy::{PatternError, Patterns};
 use crate::registry::ToolRegistry;
 use crate::tool::{DynTool, ToolContext, ToolResult};
@@ -37,7 +37,6 @@ pub const EXCERPT_CHARS: usize = 300;
 pub const OUTPUT_WITHHELD_CODE: &str = "tool_output_withheld";
 /// Longest overlap between two chunks of a long text.
 const MAX_OVERLAP_CHARS: usize = 500;
-const LAZY_CALL_SUFFIX: &str = "__call_tool";
 
 const SYSTEM_PROMPT: &str = "You are the safety classifier of an AI assistant that uses tools on its user's \
 behalf. You are shown either a tool call the assistant is about to make or a result a tool returned.\n\
@@ -269,11 +268,10 @@ impl SafetyTool {
     /// Whether `check_input` and `check_output` apply to this call (a lazy MCP call also by its remote name).
     fn checks(&self, args: &Value) -> (bool, bool) {
         let name = self.inner.name();
-        let remote = lazy_remote_name(name, args);
-        let matches = |patterns: &Patterns| {
-            patterns.matches(name) || remote.as_deref().is_some_and(|remote| patterns.matches(remote))
-        };
-        (matches(&self.classifier.check_input), matches(&self.classifier.check_output))
+        (
+            matches_call(&self.classifier.check_input, name, args),
+            matches_call(&self.classifier.check_output, name, args),
+        )
     }
 
     async fn check_call(&self, args: &Value, ctx: &ToolContext) -> Result<(), crate::tool::ToolError> {
@@ -305,17 +303,9 @@ impl SafetyTool {
         let text = text.unwrap_or_default();
         tracing::info!(tool = %name, verdict = ?verdict, "safety check of a result");
         let Some(reason) = verdict.reason() else { return value };
-        let detail = format!("{}\n- result excerpt: {}", approval_detail(args), escape_capped(&text, EXCERPT_CHARS));
-        let request = ApprovalRequest {
-            approval_id: uuid::Uuid::new_v4().simple().to_string(),
-            tool: display_tool_name(name),
-            detail,
-            reason: Some(reason.clone()),
-        };
-        let decision = match &ctx.approver {
-            Some(approver) => approver.ask(request).await,
-            None => ApprovalDecision::Unavailable("this conversation cannot ask the user for approval".into()),
-        };
+        let mut request = ApprovalRequest::for_call(name, None, args, Some(reason.clone()));
+        request.detail.push_str(&format!("\n- result excerpt: {}", escape_capped(&text, EXCERPT_CHARS)));
+        let decision = decide(ctx, request).await;
         let why = match decision {
             ApprovalDecision::Approved => return value,
             ApprovalDecision::Denied => "the user did not let it through".to_string(),

@@ -45,8 +45,11 @@ pub enum Gate {
     Custom(fn(&Settings<'_>) -> Vec<Hit>),
 }
 
-/// The entry [`check_agents`] consults for the `openrouter_*` keys of specialist files.
-const OPENROUTER_OPTIONS: usize = 5;
+/// [llm.openrouter] models, reasoning_enabled, plugins, provider.*, and the `openrouter_*` keys of specialist
+/// files: refused only while an OpenRouter provider is configured (MiniBot ignores them otherwise). Named, because
+/// [`check_agents`] consults it too.
+const OPENROUTER_ROUTING: Feature =
+    Feature { what: "OpenRouter routing options are", implemented: false, gate: Gate::Custom(openrouter_options) };
 
 /// Every MiniBot section, in the order of MiniBot's schema. Sections that are fully built are listed too, so
 /// this is the one place that says what exists.
@@ -66,9 +69,7 @@ pub const FEATURES: &[Feature] = &[
     },
     // [providers.<name>]: api_key, base_url, headers, api_format, models (`auth_path`: chatgpt_codex only).
     Feature { what: "[providers]", implemented: true, gate: Gate::Nothing },
-    // [llm.openrouter] models, reasoning_enabled, plugins, provider.*, and the `openrouter_*` keys of specialist
-    // files: refused only while an OpenRouter provider is configured (MiniBot ignores them otherwise).
-    Feature { what: "OpenRouter routing options are", implemented: false, gate: Gate::Custom(openrouter_options) },
+    OPENROUTER_ROUTING,
     Feature { what: "the `openai` API format is", implemented: true, gate: Gate::ApiFormat(ApiFormat::OpenAi) },
     Feature { what: "the `openrouter` API format is", implemented: true, gate: Gate::ApiFormat(ApiFormat::OpenRouter) },
     Feature {
@@ -337,7 +338,7 @@ pub fn check_agents(config: &Config, agents: &[AgentDefinition]) -> Result<()> {
                 remedy: format!("use a provider whose api_format is {}", callable_formats().join(" or ")),
             });
         }
-        let routing = &FEATURES[OPENROUTER_OPTIONS];
+        let routing = &OPENROUTER_ROUTING;
         let provider = agent.model_provider.as_deref().filter(|p| !p.is_empty()).unwrap_or(&config.llm.provider);
         if !routing.implemented && config.api_format_of(provider) == Some(ApiFormat::OpenRouter) {
             let mut keys: Vec<String> =
@@ -526,8 +527,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn named_entries_are_where_the_constants_say() {
-        assert!(FEATURES[OPENROUTER_OPTIONS].what.starts_with("OpenRouter routing"));
+    fn the_named_entry_is_in_the_table() {
+        assert!(FEATURES.iter().any(|f| f.what == OPENROUTER_ROUTING.what));
     }
 
     #[test]

@@ -7,13 +7,14 @@ use crate::lazy::{LazyCallTool, LazyListTool};
 use crate::paths::resolve_launch_paths;
 use crate::server::{McpServer, RemoteTool};
 use futures_util::future::{BoxFuture, join_all};
-use minibot_agent::{DynTool, ToolContext, ToolResult};
+use minibot_agent::{DynTool, ToolContext, ToolRegistry, ToolResult};
 use minibot_config::Config;
-use minibot_config::schema::McpMode;
+use minibot_config::schema::{McpMode, ToolOutputSpillSection};
 use minibot_llm::ToolSpec;
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
+use std::path::Path;
 use std::sync::{Arc, PoisonError, RwLock, Weak};
 use std::time::Duration;
 
@@ -144,6 +145,36 @@ impl McpHub {
     }
 
     /// The current bindings (plus `reload_mcp` when enabled), in configuration order.
+    /// The tools `keep` lets through, wrapped in the generic output spill like every other tool's results: a
+    /// binding hands over its whole result and declares `inline_result_chars`, so a long one spills to a managed
+    /// file or, with spill off, is cut. The read-back tools of `base` come along only so the spill notice can
+    /// name them; callers add what `base` lacks ([`ToolRegistry::register_missing`]).
+    pub fn spilled_tools(
+        &self,
+        keep: impl Fn(&str) -> bool,
+        base: &ToolRegistry,
+        spill: &ToolOutputSpillSection,
+        root: Option<&Path>,
+    ) -> ToolRegistry {
+        let mut remote = ToolRegistry::new();
+        for tool in self.tools() {
+            if keep(tool.name()) {
+                remote.register(tool);
+            }
+        }
+        for name in ["code_read", "grep", "read_file", "bash"] {
+            if let Some(tool) = base.get(name) {
+                remote.register(Arc::clone(tool));
+            }
+        }
+        minibot_agent::wrap_with_spill(&remote, spill, root)
+    }
+
+    /// The servers that serve at least one of `tools` (what `get_settings` reports as running).
+    pub fn servers_serving(&self, tools: &[String]) -> Vec<String> {
+        self.status().into_iter().filter(|s| s.tools.iter().any(|t| tools.contains(t))).map(|s| s.name).collect()
+    }
+
     pub fn tools(&self) -> Vec<Arc<dyn DynTool>> {
         let snapshot = self.current();
         let mut tools: Vec<Arc<dyn DynTool>> = snapshot.iter().flat_map(|e| e.tools.iter().cloned()).collect();
