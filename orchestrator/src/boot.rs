@@ -4,6 +4,7 @@
 
 use crate::channels::console;
 use crate::cli::{Command, ConsoleArgs};
+use crate::daemon;
 use crate::mcp_supervisor;
 use crate::messages::Intake;
 use crate::router::{self, Router};
@@ -45,7 +46,12 @@ pub async fn start(config: Config, worker: Option<WorkerCommand>, workers: Worke
 /// Runs what the command line asked for; returns the process exit code.
 pub async fn run(config: Config, command: Option<Command>) -> anyhow::Result<i32> {
     let Some(Command::Console(args)) = command else {
-        anyhow::bail!("no channel is enabled in this version: run `minibot console` to chat in the terminal");
+        daemon::check_channels(&config)?;
+        let worker = worker_command(&config);
+        let booted = start(config, worker, WorkerStart::AtOnce).await?;
+        let code = daemon::run(&booted.runtime, &booted.intake).await;
+        booted.runtime.close().await;
+        return code;
     };
     let task_timeout = Duration::from_secs(config.tasks.worker_timeout_seconds + 60);
     // A one-shot run forks worker processes only when it submits a task; a REPL keeps them ready.

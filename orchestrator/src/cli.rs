@@ -17,6 +17,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run every enabled channel (Telegram) until SIGINT or SIGTERM; what running with no command does.
+    Run,
     /// Chat in the terminal.
     Console(ConsoleArgs),
     /// Run a task worker (what `minibot-worker` runs; the orchestrator starts local ones itself).

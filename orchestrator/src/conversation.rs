@@ -55,6 +55,11 @@ impl Conversation {
     }
 
     fn start(&mut self, inbound: Inbound, ctx: &mut Context<Self>) {
+        if self.rt.is_draining() {
+            // Shutting down: the message stays pending and is answered after the next start.
+            tracing::info!(event_id = %inbound.event_id, "shutting down; turn left for the next start");
+            return;
+        }
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let future = run_turn(self.rt.clone(), inbound.clone(), rx, self.channel.clone());
         let handle = ctx.spawn(future.into_actor(self).map(|report, act, ctx| act.finished(report, ctx)));
@@ -95,6 +100,15 @@ impl Conversation {
         });
     }
 
+    /// Whether the message is running, steered into the running turn or queued (a replay can meet it again).
+    fn has(&self, event_id: &str) -> bool {
+        let running = self
+            .running
+            .as_ref()
+            .is_some_and(|r| r.inbound.event_id == event_id || r.steered.iter().any(|s| s.event_id == event_id));
+        running || self.queue.iter().any(|q| q.event_id == event_id)
+    }
+
     fn next(&mut self, ctx: &mut Context<Self>) {
         if self.running.is_none()
             && let Some(inbound) = self.queue.pop_front()
@@ -124,6 +138,10 @@ impl Handler<Inbound> for Conversation {
     type Result = ();
 
     fn handle(&mut self, inbound: Inbound, ctx: &mut Context<Self>) {
+        if self.has(&inbound.event_id) {
+            tracing::debug!(event_id = %inbound.event_id, "message already taken; ignored");
+            return;
+        }
         // The pending row is written before the turn can start, so a crash from here on loses nothing.
         let store = self.rt.store.clone();
         let (event_id, session) = (inbound.event_id.clone(), inbound.session_id());

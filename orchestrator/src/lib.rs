@@ -11,6 +11,8 @@ pub mod boot;
 pub mod channels;
 pub mod cli;
 pub mod conversation;
+pub mod daemon;
+pub mod format_repair;
 pub mod guardrail;
 pub mod logging;
 pub mod mcp_supervisor;

@@ -2,9 +2,11 @@
 //! turns that were pending when the process last stopped.
 
 use crate::conversation::Conversation;
+use crate::format_repair;
 use crate::messages::{
-    ChannelHandle, Deliver, FindApprovals, Inbound, Intake, NOTHING_RUNNING_REPLY, Outbound, OutboundFile,
-    OutboundRole, RegisterChannel, ReplayPending, StopTurn, TaskRoutes, session_id,
+    AcceptUpdates, ChannelHandle, Deliver, Delivered, FindApprovals, Inbound, Intake, LastUpdate,
+    NOTHING_RUNNING_REPLY, Outbound, OutboundFile, OutboundRole, PendingAnswer, RegisterChannel, RepairFormat,
+    ReplayPending, StopTurn, TaskRoutes, session_id,
 };
 use crate::render;
 use crate::runtime::Runtime;
@@ -52,6 +54,34 @@ impl Router {
     }
 }
 
+impl Router {
+    /// A finished turn whose answer had not reached the user when the process stopped: the answer goes again,
+    /// the turn does not run again.
+    fn resend_answer(&mut self, event_id: &str, session: &str, answer_json: &str) {
+        let parsed = session.rsplit_once(':').and_then(|(channel, chat)| Some((channel, chat.parse::<i64>().ok()?)));
+        let answer = serde_json::from_str::<PendingAnswer>(answer_json);
+        match (parsed, answer) {
+            (Some((channel, chat_id)), Ok(answer)) if self.channels.contains_key(channel) => {
+                tracing::info!(event_id, session, "sending an answer a restart interrupted");
+                let message = answer.into_outbound(channel, chat_id, event_id);
+                if let Some(handle) = self.channels.get(channel) {
+                    for part in render::fit(message, &handle.capabilities) {
+                        handle.outbound.do_send(part);
+                    }
+                }
+            }
+            (Some(_), Ok(_)) => {}
+            _ => {
+                tracing::error!(event_id, session, "a pending answer is unreadable; dropped");
+                let (store, id) = (self.rt.store.clone(), event_id.to_string());
+                actix::spawn(async move {
+                    let _ = store.clear_pending(&id).await;
+                });
+            }
+        }
+    }
+}
+
 impl Actor for Router {
     type Context = Context<Self>;
 }
@@ -63,6 +93,10 @@ pub fn intake(router: &Addr<Router>) -> Intake {
         stop: router.clone().recipient(),
         register: router.clone().recipient(),
         replay: router.clone().recipient(),
+        accept: router.clone().recipient(),
+        last_update: router.clone().recipient(),
+        repair: router.clone().recipient(),
+        delivered: router.clone().recipient(),
     }
 }
 
@@ -181,6 +215,10 @@ impl Handler<ReplayPending> for Router {
             };
             let mut replayed = Vec::new();
             for turn in pending {
+                if let Some(answer) = &turn.answer_json {
+                    act.resend_answer(&turn.event_id, &turn.session_id, answer);
+                    continue;
+                }
                 let inbound: Inbound = match serde_json::from_str(&turn.message_json) {
                     Ok(inbound) => inbound,
                     Err(error) => {
@@ -214,5 +252,72 @@ impl Handler<FindApprovals> for Router {
                 handle.approvals.clone().ok_or_else(|| format!("the {} channel cannot ask for approval", msg.channel))
             }
         })
+    }
+}
+
+impl Handler<AcceptUpdates> for Router {
+    type Result = ResponseActFuture<Self, Result<Vec<bool>, String>>;
+
+    /// Only records: the channel then sends each new turn (and its other actions) in update order, and the
+    /// update is acknowledged to its source only once its turn is on disk.
+    fn handle(&mut self, msg: AcceptUpdates, _ctx: &mut Context<Self>) -> Self::Result {
+        let store = self.rt.store.clone();
+        let writes: Vec<(i64, Option<minibot_store::PendingWrite>)> = msg
+            .updates
+            .iter()
+            .map(|(update_id, inbound)| {
+                let pending = inbound.as_ref().map(|inbound| minibot_store::PendingWrite {
+                    event_id: inbound.event_id.clone(),
+                    session_id: inbound.session_id(),
+                    message_json: serde_json::to_string(inbound).unwrap_or_default(),
+                });
+                (*update_id, pending)
+            })
+            .collect();
+        let source = msg.source;
+        Box::pin(async move { store.accept_updates(&source, &writes).await }.into_actor(self).map(
+            move |written, _act, _ctx| {
+                let fresh = written.map_err(|e| format!("cannot record the updates: {e}"))?;
+                for ((update_id, _), is_new) in msg.updates.iter().zip(fresh.iter()) {
+                    if !is_new {
+                        tracing::info!(update_id, "update delivered again; already accepted");
+                    }
+                }
+                Ok(fresh)
+            },
+        ))
+    }
+}
+
+impl Handler<LastUpdate> for Router {
+    type Result = ResponseFuture<Result<Option<i64>, String>>;
+
+    fn handle(&mut self, msg: LastUpdate, _ctx: &mut Context<Self>) -> Self::Result {
+        let store = self.rt.store.clone();
+        Box::pin(async move { store.last_update_id(&msg.source).await.map_err(|e| e.to_string()) })
+    }
+}
+
+impl Handler<RepairFormat> for Router {
+    type Result = ResponseFuture<Result<String, String>>;
+
+    fn handle(&mut self, msg: RepairFormat, _ctx: &mut Context<Self>) -> Self::Result {
+        let rt = self.rt.clone();
+        Box::pin(async move { format_repair::repair(&rt, &msg).await })
+    }
+}
+
+impl Handler<Delivered> for Router {
+    type Result = ();
+
+    fn handle(&mut self, msg: Delivered, _ctx: &mut Context<Self>) {
+        let store = self.rt.store.clone();
+        actix::spawn(async move {
+            for id in msg.event_ids {
+                if let Err(error) = store.clear_pending(&id).await {
+                    tracing::error!(event_id = %id, error = %error, "cannot clear a delivered turn");
+                }
+            }
+        });
     }
 }

@@ -48,6 +48,19 @@ pub struct Runtime {
     prompts: PromptLibrary,
     base_prompt: String,
     channel_prompts: Mutex<HashMap<String, String>>,
+    /// Main-agent turns running now; the daemon waits for them at shutdown.
+    active_turns: Arc<std::sync::atomic::AtomicUsize>,
+    /// Set at shutdown: no new turn starts (queued ones stay pending for the next start).
+    draining: std::sync::atomic::AtomicBool,
+}
+
+/// Counts a turn as running for as long as it lives.
+pub struct ActiveTurn(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for ActiveTurn {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 impl Runtime {
@@ -131,6 +144,8 @@ impl Runtime {
             prompts,
             base_prompt,
             channel_prompts: Mutex::new(HashMap::new()),
+            active_turns: Arc::default(),
+            draining: std::sync::atomic::AtomicBool::new(false),
             config,
         }))
     }
@@ -233,5 +248,32 @@ impl Runtime {
     /// Task ids the turn handed off (its reply says so, and `--once` waits for them).
     pub fn take_handoffs(&self, turn_id: &str) -> Vec<String> {
         self.tasks.as_ref().map(|hub| hub.take_handoffs(turn_id)).unwrap_or_default()
+    }
+}
+
+impl Runtime {
+    /// Marks a turn as running until the returned guard drops.
+    pub fn turn_started(&self) -> ActiveTurn {
+        self.active_turns.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        ActiveTurn(self.active_turns.clone())
+    }
+
+    /// The channels this process serves, as `get_settings` reports them.
+    pub fn set_channels(&self, channels: Vec<String>) {
+        self.running.set_channels(channels);
+    }
+
+    /// From now on no turn starts; the running ones finish.
+    pub fn drain(&self) {
+        self.draining.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// How many main-agent turns are running.
+    pub fn active_turns(&self) -> usize {
+        self.active_turns.load(std::sync::atomic::Ordering::SeqCst)
     }
 }

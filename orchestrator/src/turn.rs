@@ -4,7 +4,7 @@
 use crate::guardrail::{GUARDRAIL_REPLY, RETRY_SUFFIX};
 use crate::messages::{
     ApprovalDecision, ApprovalRequest, AskApproval, ChannelHandle, Inbound, Outbound, OutboundFile, OutboundRole,
-    Progress,
+    PendingAnswer, Progress,
 };
 use crate::runtime::Runtime;
 use actix::Recipient;
@@ -30,6 +30,7 @@ pub async fn run_turn(
     mut inbox: UnboundedReceiver<Steer>,
     channel: ChannelHandle,
 ) -> TurnReport {
+    let _active = rt.turn_started();
     let session = inbound.session_id();
     let reply = |text: String, kind: ReplyKind, answers: Vec<String>, is_error: bool| Outbound {
         channel: inbound.channel.clone(),
@@ -41,6 +42,7 @@ pub async fn run_turn(
         role: OutboundRole::Answer,
         task_id: inbound.source.as_ref().map(|s| s.task_id.clone()),
         task_handoff: rt.take_handoffs(&inbound.event_id),
+        reply_to: inbound.message_id,
     };
     let history = match rt.store.history(&session).await {
         Ok(history) => history,
@@ -85,7 +87,12 @@ pub async fn run_turn(
             ..channel.capabilities
         },
         approver: channel.approvals.clone().map(|recipient| {
-            let prompt = ChannelPrompt { recipient, channel: inbound.channel.clone(), chat_id: inbound.chat_id };
+            let prompt = ChannelPrompt {
+                recipient,
+                channel: inbound.channel.clone(),
+                chat_id: inbound.chat_id,
+                requester: inbound.user_id,
+            };
             Approver::new(Arc::new(prompt), rt.approval_timeout)
         }),
         // Filled in by the agent loop from the turn's tools.
@@ -143,7 +150,13 @@ pub async fn run_turn(
             entries.push((Role::Assistant, outcome.answer.as_str()));
             let mut ids: Vec<&str> = vec![inbound.event_id.as_str()];
             ids.extend(outcome.steered.iter().map(|s| s.id.as_str()));
-            if let Err(error) = rt.store.finish_turn(&session, &entries, &ids).await {
+            let answers = ids.iter().map(|id| (*id).to_string()).collect();
+            let reply = reply(outcome.answer.clone(), outcome.reply_kind, answers, false);
+            // A channel that confirms delivery keeps the answer pending until it reached the user.
+            let pending_answer =
+                channel.confirms_delivery.then(|| serde_json::to_string(&PendingAnswer::of(&reply)).ok()).flatten();
+            if let Err(error) = rt.store.finish_turn_answered(&session, &entries, &ids, pending_answer.as_deref()).await
+            {
                 tracing::error!(session = %session, error = %error, "cannot store the turn");
             }
             tracing::info!(
@@ -161,9 +174,8 @@ pub async fn run_turn(
                     files.do_send(OutboundFile::new(&inbound.channel, inbound.chat_id, file));
                 }
             }
-            let answers = ids.iter().map(|id| (*id).to_string()).collect();
             let read = outcome.steered.iter().map(|s| s.id.clone()).collect();
-            TurnReport { reply: reply(outcome.answer, outcome.reply_kind, answers, false), read: Some(read) }
+            TurnReport { reply, read: Some(read) }
         }
         Err(error) => {
             tracing::error!(session = %session, error = %error, "turn failed");
@@ -182,11 +194,13 @@ struct ChannelPrompt {
     recipient: Recipient<AskApproval>,
     channel: String,
     chat_id: i64,
+    requester: Option<i64>,
 }
 
 impl ApprovalPrompt for ChannelPrompt {
     fn ask(&self, request: ApprovalRequest) -> BoxFuture<'_, ApprovalDecision> {
-        let ask = AskApproval { channel: self.channel.clone(), chat_id: self.chat_id, request };
+        let ask =
+            AskApproval { channel: self.channel.clone(), chat_id: self.chat_id, requester: self.requester, request };
         Box::pin(async move {
             self.recipient.send(ask).await.unwrap_or_else(|_| {
                 ApprovalDecision::Unavailable(format!("the {} channel stopped before it answered", self.channel))

@@ -69,6 +69,7 @@ fn main() {
                     capabilities: ChannelCapabilities::default(),
                     files: None,
                     approvals: None,
+                    confirms_delivery: false,
                 },
             })
             .await

@@ -9,4 +9,5 @@ mod mcp;
 mod rabbitmq;
 mod secrets;
 mod tasks;
+mod telegram;
 mod worker_approvals;

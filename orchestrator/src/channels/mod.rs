@@ -3,3 +3,4 @@
 //! the conversation sends. They know the router only as an [`crate::messages::Intake`].
 
 pub mod console;
+pub mod telegram;

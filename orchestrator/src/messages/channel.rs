@@ -2,7 +2,7 @@
 //! is given (where user input goes).
 
 use super::chat::{AskApproval, Inbound, Outbound, OutboundFile, Progress, StopTurn};
-use super::routing::ReplayPending;
+use super::routing::{AcceptUpdates, Delivered, LastUpdate, RepairFormat, ReplayPending};
 use actix::{Message, Recipient};
 pub use minibot_agent::{ChannelCapabilities, TextFormat};
 
@@ -18,6 +18,10 @@ pub struct ChannelHandle {
     /// Where approval questions for this channel's chats go; `None` when the channel cannot ask (then every
     /// call that needs approval is denied at once, with a message that says why).
     pub approvals: Option<Recipient<AskApproval>>,
+    /// The channel reports each answer it delivered ([`Delivered`]); until then a finished turn's answer stays
+    /// pending, so a crash or a stop before it reached the user sends it at the next start. A channel that
+    /// shows answers at once (the console) leaves this off.
+    pub confirms_delivery: bool,
 }
 
 /// A channel announces itself under its name (the `channel` part of a session key).
@@ -36,4 +40,12 @@ pub struct Intake {
     pub register: Recipient<RegisterChannel>,
     /// Replays turns a crash interrupted, once the channel is registered to answer them.
     pub replay: Recipient<ReplayPending>,
+    /// Durable intake for channels whose source redelivers until told otherwise (Telegram's update ids).
+    pub accept: Recipient<AcceptUpdates>,
+    /// The last update id [`AcceptUpdates`] recorded for a source.
+    pub last_update: Recipient<LastUpdate>,
+    /// Asks the model to rewrite an answer the channel could not parse.
+    pub repair: Recipient<RepairFormat>,
+    /// Answers that reached the user (channels that confirm delivery).
+    pub delivered: Recipient<Delivered>,
 }

@@ -17,6 +17,9 @@ pub struct Inbound {
     /// Set when this turn reports a delegated task's result to the main agent.
     #[serde(default)]
     pub source: Option<TaskSource>,
+    /// The channel's id of the user's message, so the answer can reply to it (Telegram).
+    #[serde(default)]
+    pub message_id: Option<i64>,
 }
 
 /// The task whose result started a turn.
@@ -36,6 +39,7 @@ impl Inbound {
             user_id,
             text: text.into(),
             source: None,
+            message_id: None,
         }
     }
 
@@ -69,6 +73,8 @@ pub struct Outbound {
     pub task_id: Option<String>,
     /// Tasks the turn behind this reply handed off; their results come later.
     pub task_handoff: Vec<String>,
+    /// The channel's id of the user message this answers (from [`Inbound::message_id`]).
+    pub reply_to: Option<i64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,7 +99,50 @@ impl Outbound {
             role,
             task_id: None,
             task_handoff: Vec::new(),
+            reply_to: None,
         }
+    }
+}
+
+/// A finished turn's answer as it waits, with the turn's pending row, for its channel to confirm delivery.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingAnswer {
+    pub text: String,
+    /// `text`, `markdown` or `html`.
+    pub kind: String,
+    #[serde(default)]
+    pub reply_to: Option<i64>,
+    #[serde(default)]
+    pub task_id: Option<String>,
+}
+
+impl PendingAnswer {
+    pub fn of(message: &Outbound) -> Self {
+        let kind = match message.kind {
+            ReplyKind::Text => "text",
+            ReplyKind::Html => "html",
+            ReplyKind::Markdown => "markdown",
+        };
+        Self {
+            text: message.text.clone(),
+            kind: kind.into(),
+            reply_to: message.reply_to,
+            task_id: message.task_id.clone(),
+        }
+    }
+
+    /// The answer again, for the chat of `session` (`channel:chat_id`), answering `event_id`.
+    pub fn into_outbound(self, channel: &str, chat_id: i64, event_id: &str) -> Outbound {
+        let mut message = Outbound::text(channel, chat_id, self.text, OutboundRole::Answer);
+        message.kind = match self.kind.as_str() {
+            "text" => ReplyKind::Text,
+            "html" => ReplyKind::Html,
+            _ => ReplyKind::Markdown,
+        };
+        message.reply_to = self.reply_to;
+        message.task_id = self.task_id;
+        message.answers = vec![event_id.to_string()];
+        message
     }
 }
 
@@ -175,5 +224,7 @@ pub const STOPPED_HISTORY_NOTE: &str = "[Stopped by the user before finishing.]"
 pub struct AskApproval {
     pub channel: String,
     pub chat_id: i64,
+    /// The user whose turn or task asks; where a chat has several people, only they may answer.
+    pub requester: Option<i64>,
     pub request: ApprovalRequest,
 }

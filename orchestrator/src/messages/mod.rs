@@ -9,6 +9,8 @@ mod routing;
 pub use channel::{ChannelCapabilities, ChannelHandle, Intake, RegisterChannel, TextFormat};
 pub use chat::{
     ApprovalDecision, ApprovalRequest, AskApproval, Inbound, NOTHING_RUNNING_REPLY, Outbound, OutboundFile,
-    OutboundRole, Progress, STOPPED_HISTORY_NOTE, STOPPED_REPLY, StopTurn, TaskSource, session_id,
+    OutboundRole, PendingAnswer, Progress, STOPPED_HISTORY_NOTE, STOPPED_REPLY, StopTurn, TaskSource, session_id,
 };
-pub use routing::{Deliver, FindApprovals, ReplayPending, TaskRoutes};
+pub use routing::{
+    AcceptUpdates, Deliver, Delivered, FindApprovals, LastUpdate, RepairFormat, ReplayPending, TaskRoutes,
+};

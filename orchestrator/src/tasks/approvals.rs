@@ -84,7 +84,7 @@ async fn ask(
         Ok(Err(why)) => return ApprovalDecision::Unavailable(why),
         Err(_) => return ApprovalDecision::Unavailable("the orchestrator is shutting down".into()),
     };
-    let question = AskApproval { channel: record.channel.clone(), chat_id, request };
+    let question = AskApproval { channel: record.channel.clone(), chat_id, requester: record.user_id, request };
     // Asked straight at the channel: when this wait ends the request is dropped and the chat withdraws it.
     match tokio::time::timeout(timeout, channel.send(question)).await {
         Ok(Ok(decision)) => decision,

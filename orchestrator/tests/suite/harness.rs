@@ -28,6 +28,7 @@ pub async fn register(
         capabilities: ChannelCapabilities::default(),
         files: None,
         approvals: None,
+        confirms_delivery: false,
     };
     router.send(RegisterChannel { name: name.into(), handle }).await.unwrap();
 }

@@ -61,6 +61,7 @@ where
         capabilities: ChannelCapabilities::default(),
         files: None,
         approvals: Some(channel.recipient()),
+        confirms_delivery: false,
     };
     h.router.send(RegisterChannel { name: name.into(), handle }).await.unwrap();
 }

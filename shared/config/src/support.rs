@@ -54,9 +54,9 @@ const OPENROUTER_ROUTING: Feature =
 /// Every MiniBot section, in the order of MiniBot's schema. Sections that are fully built are listed too, so
 /// this is the one place that says what exists.
 pub const FEATURES: &[Feature] = &[
-    // [channels.telegram]: `enabled` defaults to true, but MiniBot starts the bot only with a token.
-    // `[tools.file_storage] incoming_temp_subdir` only matters to it and to [http].
-    Feature { what: "the Telegram channel is", implemented: false, gate: Gate::Custom(telegram) },
+    // [channels.telegram]: `enabled` defaults to true, but the bot starts only with a token (as in MiniBot), in
+    // the daemon. Long polling and webhook mode both work (MiniBot accepts `webhook` and long-polls anyway).
+    Feature { what: "the Telegram channel is", implemented: true, gate: Gate::Custom(telegram) },
     // [runtime]: log_level, agent_timeout_seconds, owner_id. `environment` only matters to the web server.
     Feature { what: "[runtime]", implemented: true, gate: Gate::Nothing },
     // [llm]: provider, api_key, base_url, model, temperature, max_new_tokens, reasoning_effort,

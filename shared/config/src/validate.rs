@@ -50,6 +50,8 @@ pub(crate) fn check(config: &Config, origin: &str) -> Result<()> {
         ));
     }
 
+    check_telegram(config, &invalid)?;
+
     let main = &config.orchestration.main_agent;
     if !main.tools_allow.is_empty() && !main.tools_deny.is_empty() {
         return Err(invalid("orchestration.main_agent", "set either tools_allow or tools_deny, not both".into()));
@@ -179,6 +181,45 @@ pub(crate) fn check(config: &Config, origin: &str) -> Result<()> {
                 format!("`{module}` is a Python extension module; minibot-rs cannot load Python code"),
             ));
         }
+    }
+    Ok(())
+}
+
+fn check_telegram(config: &Config, invalid: &dyn Fn(&str, String) -> ConfigError) -> Result<()> {
+    let telegram = &config.channels.telegram;
+    if !telegram.enabled || telegram.bot_token.trim().is_empty() {
+        return Ok(());
+    }
+    match telegram.mode.as_str() {
+        "long_polling" => {}
+        "webhook" => {
+            let url = telegram.webhook_url.as_deref().unwrap_or("").trim();
+            if !url.starts_with("https://") && !url.starts_with("http://") {
+                return Err(invalid(
+                    "channels.telegram.webhook_url",
+                    "webhook mode needs the public https:// address Telegram posts updates to".into(),
+                ));
+            }
+            if telegram.webhook_listen.parse::<std::net::SocketAddr>().is_err() {
+                return Err(invalid(
+                    "channels.telegram.webhook_listen",
+                    format!("`{}` is not an address and port such as 0.0.0.0:8443", telegram.webhook_listen),
+                ));
+            }
+        }
+        other => {
+            return Err(invalid(
+                "channels.telegram.mode",
+                format!("unknown mode `{other}`; expected long_polling or webhook"),
+            ));
+        }
+    }
+    let base = telegram.api_base_url.trim();
+    if !base.starts_with("https://") && !base.starts_with("http://") {
+        return Err(invalid(
+            "channels.telegram.api_base_url",
+            format!("`{base}` is not an http(s) URL such as https://api.telegram.org"),
+        ));
     }
     Ok(())
 }

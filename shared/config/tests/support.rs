@@ -93,22 +93,13 @@ fn empty_config_and_the_shipped_configs_load() {
     loads(&example);
     let compose = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/config.compose.toml"))
         .unwrap()
-        .replace("${OPENAI_API_KEY}", "");
+        .replace("${OPENAI_API_KEY}", "")
+        .replace("${TELEGRAM_BOT_TOKEN}", "");
     loads(&compose);
 }
 
 /// (what turns it on, the key named, the same section disabled or at defaults)
 const SECTIONS: &[(&str, &str, &str)] = &[
-    (
-        "[channels.telegram]\nbot_token = \"123:abc\"\n",
-        "channels.telegram.enabled",
-        "[channels.telegram]\nenabled = false\nbot_token = \"123:abc\"\nallowed_chat_ids = [1]\n",
-    ),
-    (
-        "[channels.telegram]\nenabled = true\nbot_token = \"1:x\"\n",
-        "channels.telegram.enabled",
-        "[channels.telegram]\nenabled = true\nbot_token = \"\"\n",
-    ),
     ("[http]\nenabled = true\n", "http.enabled", "[http]\nenabled = false\nport = 9000\nhost = \"0.0.0.0\"\n"),
     ("[scheduler.prompts]\nenabled = true\n", "scheduler.prompts.enabled", "[scheduler.prompts]\nenabled = false\n"),
     (
@@ -297,10 +288,26 @@ fn a_variable_that_turns_a_feature_on_is_refused_too() {
 
 #[test]
 fn a_telegram_token_is_never_printed() {
-    let (_file, result) = load("[channels.telegram]\nbot_token = \"123:very-secret\"\n");
+    let config = loads("[channels.telegram]\nbot_token = \"123:very-secret\"\n");
+    assert_eq!(config.channels.telegram.bot_token, "123:very-secret");
+    let (_file, result) = load("[channels.telegram]\nbot_token = \"123:very-secret\"\nmode = \"pigeon\"\n");
     let text = result.err().unwrap().to_string();
     assert!(!text.contains("very-secret"), "{text}");
-    assert!(text.contains("[channels.telegram] enabled = true with a bot_token"), "{text}");
+    assert!(text.contains("channels.telegram.mode"), "{text}");
+}
+
+#[test]
+fn webhook_mode_needs_its_url_and_a_listen_address() {
+    let (_file, result) = load("[channels.telegram]\nbot_token = \"1:x\"\nmode = \"webhook\"\n");
+    assert!(result.err().unwrap().to_string().contains("channels.telegram.webhook_url"));
+    let (_file, result) = load(
+        "[channels.telegram]\nbot_token = \"1:x\"\nmode = \"webhook\"\nwebhook_url = \"https://b.example/tg\"\n\
+         webhook_listen = \"nowhere\"\n",
+    );
+    assert!(result.err().unwrap().to_string().contains("channels.telegram.webhook_listen"));
+    let (_file, result) = load("[channels.telegram]\nbot_token = \"1:x\"\napi_base_url = \"api.telegram.org\"\n");
+    assert!(result.err().unwrap().to_string().contains("channels.telegram.api_base_url"));
+    loads("[channels.telegram]\nbot_token = \"1:x\"\nmode = \"webhook\"\nwebhook_url = \"https://b.example/tg\"\n");
 }
 
 #[test]

@@ -6,10 +6,12 @@
 //! One database file in WAL mode; every write that belongs together is one transaction, so a crash leaves
 //! either the whole turn or none of it.
 
+mod channel_updates;
 mod pending;
 pub mod tasks;
 mod transcripts;
 
+pub use channel_updates::PendingWrite;
 pub use minibot_protocol::{Delivery, TaskStatus, TaskUsage};
 pub use pending::PendingTurn;
 pub use tasks::{Applied, Ending, Lookup, NewTask, TaskRecord, TaskStore};

@@ -10,6 +10,8 @@ pub struct PendingTurn {
     pub message_json: String,
     /// Set once the turn handed its work to a background task, so a replay does not enqueue it twice.
     pub task_handoff_completed: bool,
+    /// The finished turn's answer, not yet confirmed delivered: a replay sends it instead of running the turn.
+    pub answer_json: Option<String>,
 }
 
 impl Store {
@@ -43,8 +45,8 @@ impl Store {
     /// Pending turns to replay, oldest first. Turns that already handed off to a task are not replayed.
     pub async fn pending_turns(&self) -> Result<Vec<PendingTurn>> {
         let rows = sqlx::query(
-            "SELECT event_id, session_id, message_json, task_handoff_completed FROM pending_turns
-             WHERE task_handoff_completed = 0 ORDER BY created_at, rowid",
+            "SELECT event_id, session_id, message_json, task_handoff_completed, answer_json FROM pending_turns
+             WHERE task_handoff_completed = 0 OR answer_json IS NOT NULL ORDER BY created_at, rowid",
         )
         .fetch_all(&self.pool)
         .await?;
@@ -55,6 +57,7 @@ impl Store {
                 session_id: row.get("session_id"),
                 message_json: row.get("message_json"),
                 task_handoff_completed: row.get::<i64, _>("task_handoff_completed") != 0,
+                answer_json: row.get("answer_json"),
             })
             .collect())
     }

@@ -57,6 +57,18 @@ impl Store {
         messages: &[(Role, &str)],
         pending_event_ids: &[&str],
     ) -> Result<()> {
+        self.finish_turn_answered(session_id, messages, pending_event_ids, None).await
+    }
+
+    /// As [`Store::finish_turn`]; with `answer_json`, the first pending row stays and holds the answer until
+    /// [`Store::clear_pending`] says it was delivered (the other rows, messages steered into the turn, go).
+    pub async fn finish_turn_answered(
+        &self,
+        session_id: &str,
+        messages: &[(Role, &str)],
+        pending_event_ids: &[&str],
+        answer_json: Option<&str>,
+    ) -> Result<()> {
         let mut tx = self.pool.begin().await?;
         let created_at = now();
         for (role, content) in messages {
@@ -68,8 +80,22 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
         }
-        for event_id in pending_event_ids {
-            sqlx::query("DELETE FROM pending_turns WHERE event_id = ?1").bind(event_id).execute(&mut *tx).await?;
+        for (i, event_id) in pending_event_ids.iter().enumerate() {
+            match answer_json.filter(|_| i == 0) {
+                Some(answer) => {
+                    sqlx::query("UPDATE pending_turns SET answer_json = ?2 WHERE event_id = ?1")
+                        .bind(event_id)
+                        .bind(self.redactor.redact_json_text(answer))
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                None => {
+                    sqlx::query("DELETE FROM pending_turns WHERE event_id = ?1")
+                        .bind(event_id)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+            }
         }
         tx.commit().await?;
         if let Some(max) = self.max_history_messages {

@@ -1,7 +1,7 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 //! The store against real SQLite files.
 
-use minibot_store::{Role, Store};
+use minibot_store::{PendingWrite, Role, Store};
 
 async fn open(dir: &tempfile::TempDir, max: Option<u32>) -> Store {
     Store::open(&dir.path().join("data/minibot.db"), max).await.expect("open")
@@ -35,6 +35,52 @@ async fn pending_turns_survive_reopening() {
     let pending = store.pending_turns().await.unwrap();
     assert_eq!(pending.len(), 1, "a turn that handed off to a task is not replayed");
     assert_eq!(pending[0].message_json, r#"{"text":"first"}"#);
+}
+
+#[tokio::test]
+async fn an_update_is_accepted_once_with_its_turn_and_polling_resumes_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let pending = |id: &str| PendingWrite {
+        event_id: id.into(),
+        session_id: "telegram:5".into(),
+        message_json: format!(r#"{{"text":"{id}"}}"#),
+    };
+    {
+        let store = open(&dir, None).await;
+        assert_eq!(store.last_update_id("telegram:1").await.unwrap(), None);
+        let fresh = store.accept_updates("telegram:1", &[(7, Some(pending("e7"))), (8, None)]).await.unwrap();
+        assert_eq!(fresh, [true, true]);
+        store.close().await;
+    }
+    let store = open(&dir, None).await;
+    assert_eq!(store.last_update_id("telegram:1").await.unwrap(), Some(8));
+    assert_eq!(store.last_update_id("telegram:2").await.unwrap(), None, "ids are per source");
+    // A redelivered update (the restart came before Telegram heard of it) neither counts nor queues its turn again.
+    let again = store.accept_updates("telegram:1", &[(7, Some(pending("e7-again"))), (9, Some(pending("e9")))]).await;
+    assert_eq!(again.unwrap(), [false, true]);
+    let ids: Vec<String> = store.pending_turns().await.unwrap().into_iter().map(|p| p.event_id).collect();
+    assert_eq!(ids, ["e7", "e9"]);
+}
+
+#[tokio::test]
+async fn an_answer_waits_with_its_turn_until_it_is_delivered() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = open(&dir, None).await;
+        store.mark_pending("e1", "telegram:1", r#"{"text":"hi"}"#).await.unwrap();
+        store.mark_pending("e2", "telegram:1", r#"{"text":"and also"}"#).await.unwrap();
+        let entries = [(Role::User, "hi"), (Role::User, "and also"), (Role::Assistant, "hello")];
+        store.finish_turn_answered("telegram:1", &entries, &["e1", "e2"], Some(r#"{"text":"hello"}"#)).await.unwrap();
+        store.close().await;
+    }
+    let store = open(&dir, None).await;
+    let pending = store.pending_turns().await.unwrap();
+    assert_eq!(pending.len(), 1, "the steered message's row goes; the turn's row keeps the answer");
+    assert_eq!(pending[0].event_id, "e1");
+    assert_eq!(pending[0].answer_json.as_deref(), Some(r#"{"text":"hello"}"#));
+    assert_eq!(store.history("telegram:1").await.unwrap().len(), 3, "the turn is stored once");
+    store.clear_pending("e1").await.unwrap();
+    assert!(store.pending_turns().await.unwrap().is_empty());
 }
 
 #[tokio::test]

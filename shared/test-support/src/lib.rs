@@ -7,7 +7,9 @@
 //! concurrent conversations do not disturb each other.
 
 mod binaries;
+pub mod fake_telegram;
 mod scripted_llm;
 
 pub use binaries::binary;
+pub use fake_telegram::FakeTelegram;
 pub use scripted_llm::{Reply, Script, ScriptedLlm};

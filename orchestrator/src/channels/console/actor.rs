@@ -121,6 +121,7 @@ impl Console {
                 capabilities: ChannelCapabilities { approvals: can_ask, ..CAPABILITIES },
                 files: Some(addr.clone().recipient()),
                 approvals: Some(addr.clone().recipient()),
+                confirms_delivery: false,
             },
         });
     }

@@ -12,6 +12,9 @@ section! {
         pub agent_timeout_seconds: u64 = 120,
         /// Owner of memory, schedules and tasks; never taken from a message.
         pub owner_id: String = "primary".into(),
+        /// minibot-rs: on SIGTERM the daemon stops taking input and waits this long for running turns; what is
+        /// still running then stays pending and is answered after the next start.
+        pub shutdown_grace_seconds: u64 = 25,
     }
 }
 
@@ -38,6 +41,16 @@ section! {
         pub allowed_document_mime_types: Vec<String> = vec![],
         pub format_repair_enabled: bool = true,
         pub format_repair_max_attempts: u32 = 1,
+        /// minibot-rs: the Bot API server (a self-hosted `telegram-bot-api` works too).
+        pub api_base_url: String = "https://api.telegram.org".into(),
+        /// minibot-rs, webhook mode: where the daemon listens for Telegram's POSTs (a reverse proxy with TLS
+        /// usually sits in front; `webhook_url` is the public address).
+        pub webhook_listen: String = "0.0.0.0:8443".into(),
+        /// minibot-rs, webhook mode: sent to Telegram with `setWebhook` and required in the
+        /// `X-Telegram-Bot-Api-Secret-Token` header of every update.
+        pub webhook_secret_token: Option<String> = None,
+        /// minibot-rs, long polling: how long one `getUpdates` call waits on the server.
+        pub poll_timeout_seconds: u64 = 25,
     }
 }
 

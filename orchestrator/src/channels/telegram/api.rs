@@ -1,0 +1,297 @@
+//! The Bot API client: frankenstein's typed methods over our own reqwest client, so that every call shares one
+//! retry policy. `429 retry_after` is waited out, 5xx answers and network failures are retried with backoff,
+//! and the bot token never appears in an error or a log line.
+
+use async_trait::async_trait;
+use frankenstein::AsyncTelegramApi;
+use frankenstein::response::ErrorResponse;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How often a call that failed for a passing reason is tried again, and how long the waits grow.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryPolicy {
+    pub attempts: u32,
+    pub first_delay: Duration,
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self { attempts: 8, first_delay: Duration::from_millis(500), max_delay: Duration::from_secs(30) }
+    }
+}
+
+/// The longest one incoming file may take to download.
+const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(60);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("Telegram refused {method}: {description} (error {code})")]
+    Api { method: String, code: u64, description: String, retry_after: Option<u64> },
+    #[error("Telegram cannot be reached ({method}): {detail}")]
+    Network { method: String, detail: String },
+    #[error("Telegram sent an answer to {method} that is not valid: {detail}")]
+    Decode { method: String, detail: String },
+    #[error("cannot read {path}: {detail}")]
+    File { path: String, detail: String },
+    #[error("the file is larger than {limit} bytes")]
+    TooLarge { limit: u64 },
+}
+
+impl ApiError {
+    /// Telegram could not parse the MarkdownV2 or HTML of a message (`can't parse entities`).
+    pub fn is_parse_error(&self) -> bool {
+        matches!(self, Self::Api { code: 400, description, .. } if description.contains("can't parse entities"))
+    }
+
+    pub fn is_unauthorized(&self) -> bool {
+        matches!(self, Self::Api { code: 401, .. })
+    }
+
+    /// An edit whose text did not change: nothing to do.
+    pub fn is_not_modified(&self) -> bool {
+        matches!(self, Self::Api { code: 400, description, .. } if description.contains("message is not modified"))
+    }
+
+    /// Worth trying again: rate limited, a server error, or no answer at all.
+    fn retry_after(&self, attempt: u32, policy: &RetryPolicy) -> Option<Duration> {
+        let backoff = || {
+            let factor = 2u32.saturating_pow(attempt.min(16));
+            policy.first_delay.saturating_mul(factor).min(policy.max_delay)
+        };
+        match self {
+            Self::Api { code: 429, retry_after, .. } => {
+                Some(retry_after.map_or_else(backoff, |s| Duration::from_secs(s.max(1))))
+            }
+            Self::Api { code, .. } if *code >= 500 => Some(backoff()),
+            Self::Network { .. } => Some(backoff()),
+            _ => None,
+        }
+    }
+}
+
+/// One bot's API: `{api_base_url}/bot{token}/METHOD` and `{api_base_url}/file/bot{token}/PATH`.
+#[derive(Clone)]
+pub struct BotApi {
+    client: reqwest::Client,
+    methods: String,
+    files: String,
+    retry: RetryPolicy,
+    /// How long a `getUpdates` long poll waits on the server; its HTTP timeout is this plus a margin.
+    poll_timeout: Duration,
+}
+
+impl BotApi {
+    pub fn new(api_base_url: &str, token: &str, retry: RetryPolicy) -> Result<Self, ApiError> {
+        minibot_llm::install_crypto_provider();
+        let base = api_base_url.trim_end_matches('/');
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .pool_idle_timeout(Duration::from_secs(90))
+            .user_agent(concat!("minibot/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| ApiError::Network { method: "connect".into(), detail: e.without_url().to_string() })?;
+        Ok(Self {
+            client,
+            methods: format!("{base}/bot{token}"),
+            files: format!("{base}/file/bot{token}"),
+            retry,
+            poll_timeout: Duration::from_secs(25),
+        })
+    }
+
+    pub fn with_poll_timeout(mut self, timeout: Duration) -> Self {
+        self.poll_timeout = timeout;
+        self
+    }
+
+    pub fn poll_timeout(&self) -> Duration {
+        self.poll_timeout
+    }
+
+    /// Calls that wait on the server (long polls) get longer than the others.
+    fn timeout_for(&self, method: &str) -> Duration {
+        if method == "getUpdates" { self.poll_timeout + Duration::from_secs(15) } else { Duration::from_secs(60) }
+    }
+
+    /// Polls are retried by the poller itself, which also decides how long to wait. A message for a user is
+    /// tried until Telegram takes it (an outage of minutes must not lose an answer); anything else gives up
+    /// after the policy's attempts.
+    fn policy_for(&self, method: &str) -> RetryPolicy {
+        match method {
+            "getUpdates" => RetryPolicy { attempts: 1, ..self.retry },
+            "sendMessage" | "sendDocument" | "sendPhoto" => RetryPolicy { attempts: u32::MAX, ..self.retry },
+            _ => self.retry,
+        }
+    }
+
+    async fn with_retries<T, F, Fut>(&self, method: &str, mut call: F) -> Result<T, ApiError>
+    where
+        F: FnMut() -> Fut + Send,
+        Fut: Future<Output = Result<T, ApiError>> + Send,
+    {
+        let policy = self.policy_for(method);
+        let mut attempt = 0;
+        loop {
+            let error = match call().await {
+                Ok(value) => return Ok(value),
+                Err(error) => error,
+            };
+            attempt += 1;
+            let Some(wait) = error.retry_after(attempt - 1, &policy).filter(|_| attempt < policy.attempts) else {
+                return Err(error);
+            };
+            tracing::warn!(method, error = %error, wait_ms = wait.as_millis() as u64, "Telegram call failed; trying again");
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    async fn decode<T: DeserializeOwned>(method: &str, response: reqwest::Response) -> Result<T, ApiError> {
+        let status = response.status();
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| ApiError::Network { method: method.into(), detail: e.without_url().to_string() })?;
+        if status.is_success() {
+            return serde_json::from_slice(&body)
+                .map_err(|e| ApiError::Decode { method: method.into(), detail: e.to_string() });
+        }
+        match serde_json::from_slice::<ErrorResponse>(&body) {
+            Ok(error) => Err(ApiError::Api {
+                method: method.into(),
+                code: error.error_code,
+                description: error.description,
+                retry_after: error.parameters.and_then(|p| p.retry_after).map(u64::from),
+            }),
+            Err(_) => Err(ApiError::Api {
+                method: method.into(),
+                code: u64::from(status.as_u16()),
+                description: String::from_utf8_lossy(&body).chars().take(200).collect(),
+                retry_after: None,
+            }),
+        }
+    }
+
+    fn network(method: &str, error: reqwest::Error) -> ApiError {
+        // `without_url`: the URL holds the bot token.
+        ApiError::Network { method: method.into(), detail: error.without_url().to_string() }
+    }
+
+    /// Downloads a file `getFile` named, refusing one larger than `limit` bytes before reading it all.
+    pub async fn download(&self, file_path: &str, limit: u64) -> Result<Vec<u8>, ApiError> {
+        let url = format!("{}/{}", self.files, file_path.trim_start_matches('/'));
+        self.with_retries("download", || async {
+            // A stalled download must not hold up the updates behind it.
+            let request = self.client.get(&url).timeout(DOWNLOAD_TIMEOUT);
+            let mut response = request.send().await.map_err(|e| Self::network("download", e))?;
+            if !response.status().is_success() {
+                return Err(ApiError::Api {
+                    method: "download".into(),
+                    code: u64::from(response.status().as_u16()),
+                    description: "the file could not be downloaded".into(),
+                    retry_after: None,
+                });
+            }
+            if response.content_length().is_some_and(|len| len > limit) {
+                return Err(ApiError::TooLarge { limit });
+            }
+            let mut body = Vec::new();
+            while let Some(chunk) = response.chunk().await.map_err(|e| Self::network("download", e))? {
+                body.extend_from_slice(&chunk);
+                if body.len() as u64 > limit {
+                    return Err(ApiError::TooLarge { limit });
+                }
+            }
+            Ok(body)
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl AsyncTelegramApi for BotApi {
+    type Error = ApiError;
+
+    async fn request<Params, Output>(&self, method: &str, params: Option<Params>) -> Result<Output, Self::Error>
+    where
+        Params: Serialize + std::fmt::Debug + Send,
+        Output: DeserializeOwned,
+    {
+        let body = match &params {
+            Some(params) => serde_json::to_vec(params)
+                .map_err(|e| ApiError::Decode { method: method.into(), detail: e.to_string() })?,
+            None => b"{}".to_vec(),
+        };
+        let url = format!("{}/{method}", self.methods);
+        let timeout = self.timeout_for(method);
+        self.with_retries(method, || async {
+            let response = self
+                .client
+                .post(&url)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .timeout(timeout)
+                .body(body.clone())
+                .send()
+                .await
+                .map_err(|e| Self::network(method, e))?;
+            Self::decode(method, response).await
+        })
+        .await
+    }
+
+    async fn request_with_form_data<Params, Output>(
+        &self,
+        method: &str,
+        params: Params,
+        files: Vec<(&str, PathBuf)>,
+    ) -> Result<Output, Self::Error>
+    where
+        Params: Serialize + std::fmt::Debug + Send,
+        Output: DeserializeOwned,
+    {
+        let fields = match serde_json::to_value(&params) {
+            Ok(serde_json::Value::Object(fields)) => fields,
+            Ok(_) | Err(_) => {
+                return Err(ApiError::Decode { method: method.into(), detail: "parameters are not an object".into() });
+            }
+        };
+        let mut parts = Vec::new();
+        for (name, path) in &files {
+            let bytes = tokio::fs::read(path)
+                .await
+                .map_err(|e| ApiError::File { path: path.display().to_string(), detail: e.to_string() })?;
+            let file_name = path.file_name().map_or_else(|| "file".to_string(), |n| n.to_string_lossy().into_owned());
+            parts.push((name.to_string(), file_name, bytes));
+        }
+        let url = format!("{}/{method}", self.methods);
+        self.with_retries(method, || async {
+            let mut form = reqwest::multipart::Form::new();
+            for (key, value) in &fields {
+                if parts.iter().any(|(name, _, _)| name == key) {
+                    continue;
+                }
+                form = match value {
+                    serde_json::Value::String(text) => form.text(key.clone(), text.clone()),
+                    other => form.text(key.clone(), other.to_string()),
+                };
+            }
+            for (name, file_name, bytes) in &parts {
+                let part = reqwest::multipart::Part::bytes(bytes.clone()).file_name(file_name.clone());
+                form = form.part(name.clone(), part);
+            }
+            let response = self
+                .client
+                .post(&url)
+                .timeout(Duration::from_secs(120))
+                .multipart(form)
+                .send()
+                .await
+                .map_err(|e| Self::network(method, e))?;
+            Self::decode(method, response).await
+        })
+        .await
+    }
+}

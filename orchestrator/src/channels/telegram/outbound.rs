@@ -1,0 +1,224 @@
+//! Sending to one chat: answers rendered for Telegram and split under its limit, files as documents or photos,
+//! and the edits of a task's progress message. A part Telegram cannot parse is rewritten by the model
+//! (format repair) and, failing that, sent as plain text; a part that still fails is logged and the rest go on.
+
+use super::api::{ApiError, BotApi};
+use super::markdown;
+use crate::messages::{Outbound, OutboundFile, RepairFormat};
+use crate::render;
+use actix::Recipient;
+use frankenstein::AsyncTelegramApi;
+use frankenstein::ParseMode;
+use frankenstein::methods::{EditMessageTextParams, SendDocumentParams, SendMessageParams, SendPhotoParams};
+use frankenstein::types::{ReplyMarkup, ReplyParameters};
+use minibot_agent::ReplyKind;
+
+/// Telegram's limit on a caption.
+const MAX_CAPTION_CHARS: usize = 1024;
+/// The Bot API uploads photos up to 10 MB; larger images go as documents.
+const MAX_PHOTO_UPLOAD_BYTES: u64 = 10_000_000;
+/// The Bot API takes uploads up to 50 MB.
+const MAX_DOCUMENT_UPLOAD_BYTES: u64 = 50_000_000;
+const PHOTO_EXTENSIONS: &[&str] = &["jpg", "jpeg", "png", "webp"];
+
+/// How a part is marked up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Markup {
+    MarkdownV2,
+    Html,
+    Plain,
+}
+
+#[derive(Clone)]
+pub struct Sender {
+    pub api: BotApi,
+    /// The model rewrites a part Telegram could not parse, at most this many times (`format_repair_*`).
+    pub repair: Option<(Recipient<RepairFormat>, u32)>,
+}
+
+/// One part to send: the text as marked up, and the source it came from (for the plain fallback and repair).
+struct Part {
+    text: String,
+    source: String,
+    markup: Markup,
+}
+
+impl Sender {
+    /// Sends an answer; returns the id of the first message sent (what a later reply threads to).
+    pub async fn send(&self, message: &Outbound, reply_to: Option<i32>) -> Option<i32> {
+        let mut first = None;
+        for (i, part) in parts(message).into_iter().enumerate() {
+            let reply = if i == 0 { reply_to } else { None };
+            match self.send_part(message, part, reply).await {
+                Ok(id) => {
+                    first.get_or_insert(id);
+                }
+                Err(error) => {
+                    tracing::error!(chat_id = message.chat_id, error = %error, "Telegram did not take a message part; skipped")
+                }
+            }
+        }
+        first
+    }
+
+    async fn send_part(&self, message: &Outbound, part: Part, reply_to: Option<i32>) -> Result<i32, ApiError> {
+        let chat_id = message.chat_id;
+        let error = match self.send_text(chat_id, &part.text, part.markup, reply_to, None).await {
+            Ok(id) => return Ok(id),
+            Err(error) if error.is_parse_error() && part.markup != Markup::Plain => error,
+            Err(error) => return Err(error),
+        };
+        tracing::warn!(chat_id, error = %error, "Telegram could not parse a message; repairing its format");
+        if let Some((repair, attempts)) = &self.repair {
+            let mut parse_error = error.to_string();
+            for attempt in 1..=*attempts {
+                let request = RepairFormat {
+                    channel: message.channel.clone(),
+                    chat_id,
+                    text: part.source.clone(),
+                    parse_error: parse_error.clone(),
+                    instructions: markdown::REPAIR_INSTRUCTIONS.into(),
+                };
+                let repaired = match repair.send(request).await {
+                    Ok(Ok(text)) => text,
+                    Ok(Err(why)) => {
+                        tracing::warn!(chat_id, attempt, why = %why, "format repair failed");
+                        break;
+                    }
+                    Err(error) => {
+                        tracing::warn!(chat_id, attempt, error = %error, "format repair is not running");
+                        break;
+                    }
+                };
+                match self.send_text(chat_id, &repaired, Markup::MarkdownV2, reply_to, None).await {
+                    Ok(id) => return Ok(id),
+                    Err(error) if error.is_parse_error() => parse_error = error.to_string(),
+                    // Too long, or anything else about the rewrite: the plain original still goes out.
+                    Err(error) => {
+                        tracing::warn!(chat_id, error = %error, "the repaired message was refused; sending plain text");
+                        break;
+                    }
+                }
+            }
+        }
+        let plain = match part.markup {
+            Markup::Html => render::html_to_text(&part.source),
+            _ => part.source,
+        };
+        let mut first = None;
+        for (i, chunk) in markdown::split_plain(&plain, markdown::MAX_MESSAGE_CHARS).iter().enumerate() {
+            let id = self.send_text(chat_id, chunk, Markup::Plain, if i == 0 { reply_to } else { None }, None).await?;
+            first.get_or_insert(id);
+        }
+        first.ok_or(error)
+    }
+
+    /// One `sendMessage`; returns the new message's id.
+    pub async fn send_text(
+        &self,
+        chat_id: i64,
+        text: &str,
+        markup: Markup,
+        reply_to: Option<i32>,
+        keyboard: Option<ReplyMarkup>,
+    ) -> Result<i32, ApiError> {
+        let params = SendMessageParams::builder()
+            .chat_id(chat_id)
+            .text(text)
+            .maybe_parse_mode(parse_mode(markup))
+            .maybe_reply_parameters(reply_to.map(reply_parameters))
+            .maybe_reply_markup(keyboard)
+            .build();
+        Ok(self.api.send_message(&params).await?.result.message_id)
+    }
+
+    /// Replaces the text of a message the bot sent (a task's progress).
+    pub async fn edit_text(&self, chat_id: i64, message_id: i32, text: &str) -> Result<(), ApiError> {
+        let text: String = text.chars().take(markdown::MAX_MESSAGE_CHARS).collect();
+        let params = EditMessageTextParams::builder().chat_id(chat_id).message_id(message_id).text(text).build();
+        match self.api.edit_message_text(&params).await {
+            Ok(_) => Ok(()),
+            Err(error) if error.is_not_modified() => Ok(()),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// A file: images as photos, anything else as a document.
+    pub async fn send_file(&self, file: &OutboundFile, reply_to: Option<i32>) -> Result<i32, ApiError> {
+        let caption = file
+            .caption
+            .as_deref()
+            .filter(|c| !c.trim().is_empty())
+            .map(|c| c.chars().take(MAX_CAPTION_CHARS).collect::<String>());
+        let size = tokio::fs::metadata(&file.path)
+            .await
+            .map_err(|e| ApiError::File { path: file.path.display().to_string(), detail: e.to_string() })?
+            .len();
+        let is_photo = file
+            .path
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| PHOTO_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()));
+        if size > MAX_DOCUMENT_UPLOAD_BYTES {
+            return Err(ApiError::TooLarge { limit: MAX_DOCUMENT_UPLOAD_BYTES });
+        }
+        let reply = reply_to.map(reply_parameters);
+        if is_photo && size <= MAX_PHOTO_UPLOAD_BYTES {
+            let params = SendPhotoParams::builder()
+                .chat_id(file.chat_id)
+                .photo(file.path.clone())
+                .maybe_caption(caption.clone())
+                .maybe_reply_parameters(reply.clone())
+                .build();
+            match self.api.send_photo(&params).await {
+                Ok(message) => return Ok(message.result.message_id),
+                // Telegram refuses some images as photos (a very tall screenshot); as a document it takes them.
+                Err(ApiError::Api { code: 400, description, .. }) => {
+                    tracing::info!(path = %file.path.display(), why = %description, "not taken as a photo; sending it as a document");
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        let params = SendDocumentParams::builder()
+            .chat_id(file.chat_id)
+            .document(file.path.clone())
+            .maybe_caption(caption)
+            .maybe_reply_parameters(reply)
+            .build();
+        Ok(self.api.send_document(&params).await?.result.message_id)
+    }
+}
+
+pub fn reply_parameters(message_id: i32) -> ReplyParameters {
+    ReplyParameters::builder().message_id(message_id).allow_sending_without_reply(true).build()
+}
+
+fn parse_mode(markup: Markup) -> Option<ParseMode> {
+    match markup {
+        Markup::MarkdownV2 => Some(ParseMode::MarkdownV2),
+        Markup::Html => Some(ParseMode::Html),
+        Markup::Plain => None,
+    }
+}
+
+/// The parts of an answer: markdown rendered and split by [`markdown`], HTML and errors split as they are.
+fn parts(message: &Outbound) -> Vec<Part> {
+    let limit = markdown::MAX_MESSAGE_CHARS;
+    if message.text.trim().is_empty() {
+        return Vec::new();
+    }
+    match (message.kind, message.is_error) {
+        (ReplyKind::Markdown, false) => markdown::split_markdown(&message.text)
+            .into_iter()
+            .map(|(source, text)| Part { text, source, markup: Markup::MarkdownV2 })
+            .collect(),
+        (ReplyKind::Html, false) => markdown::split_plain(&message.text, limit - 96)
+            .into_iter()
+            .map(|text| Part { source: text.clone(), text, markup: Markup::Html })
+            .collect(),
+        _ => markdown::split_plain(&message.text, limit)
+            .into_iter()
+            .map(|text| Part { source: text.clone(), text, markup: Markup::Plain })
+            .collect(),
+    }
+}

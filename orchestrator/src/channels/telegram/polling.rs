@@ -1,0 +1,142 @@
+//! Long polling: `getUpdates` in a loop, resuming after the last update recorded. The offset that confirms a
+//! batch to Telegram is sent only with the next poll, after [`UpdateSink::handle`] recorded the batch, so an
+//! update is never confirmed before it is on disk. A poll loop that fails (Telegram answers nonsense, the
+//! database refuses the write, a bug panics) is restarted with backoff, and each restart is logged.
+
+use super::api::{ApiError, BotApi};
+use super::updates::{Incoming, UpdateSink};
+use crate::messages::LastUpdate;
+use actix::Recipient;
+use frankenstein::AsyncTelegramApi;
+use frankenstein::methods::GetUpdatesParams;
+use frankenstein::response::MethodResponse;
+use frankenstein::types::AllowedUpdate;
+use futures_util::FutureExt;
+use std::panic::AssertUnwindSafe;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+const FIRST_RESTART_DELAY: Duration = Duration::from_secs(1);
+const MAX_RESTART_DELAY: Duration = Duration::from_secs(60);
+/// A loop that ran this long before failing starts again from the shortest delay.
+const HEALTHY_RUN: Duration = Duration::from_secs(120);
+
+/// The running poll loop.
+pub struct Poller {
+    stop: watch::Sender<bool>,
+    done: tokio::sync::Mutex<Option<tokio::sync::oneshot::Receiver<()>>>,
+}
+
+impl Poller {
+    pub fn spawn(api: BotApi, sink: UpdateSink, last: Recipient<LastUpdate>, allowed: Vec<AllowedUpdate>) -> Self {
+        let (stop, stopped) = watch::channel(false);
+        let (done_tx, done) = tokio::sync::oneshot::channel();
+        actix::spawn(async move {
+            supervise(&api, &sink, &last, &allowed, stopped).await;
+            let _ = done_tx.send(());
+        });
+        Self { stop, done: tokio::sync::Mutex::new(Some(done)) }
+    }
+
+    /// Stops polling. A batch being recorded is finished first; nothing after it is taken.
+    pub async fn stop(&self) {
+        let _ = self.stop.send(true);
+        if let Some(done) = self.done.lock().await.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(10), done).await;
+        }
+    }
+}
+
+async fn supervise(
+    api: &BotApi,
+    sink: &UpdateSink,
+    last: &Recipient<LastUpdate>,
+    allowed: &[AllowedUpdate],
+    mut stopped: watch::Receiver<bool>,
+) {
+    let mut delay = FIRST_RESTART_DELAY;
+    loop {
+        let started = Instant::now();
+        let run = AssertUnwindSafe(poll(api, sink, last, allowed, stopped.clone())).catch_unwind().await;
+        let why = match run {
+            Ok(Ok(())) => return,
+            Ok(Err(why)) => why,
+            Err(_panic) => "the poll loop panicked".to_string(),
+        };
+        if started.elapsed() > HEALTHY_RUN {
+            delay = FIRST_RESTART_DELAY;
+        }
+        tracing::error!(error = %why, restart_in_ms = delay.as_millis() as u64, "Telegram polling failed; restarting it");
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            _ = stopped.changed() => return,
+        }
+        delay = (delay * 2).min(MAX_RESTART_DELAY);
+    }
+}
+
+/// Polls until told to stop (`Ok`) or until something is wrong that a retry of the same call cannot fix.
+async fn poll(
+    api: &BotApi,
+    sink: &UpdateSink,
+    last: &Recipient<LastUpdate>,
+    allowed: &[AllowedUpdate],
+    mut stopped: watch::Receiver<bool>,
+) -> Result<(), String> {
+    let recorded = last
+        .send(LastUpdate { source: sink.source.clone() })
+        .await
+        .map_err(|e| format!("the router is not running: {e}"))??;
+    let mut offset = recorded.map(|id| id + 1);
+    let timeout = u32::try_from(api.poll_timeout().as_secs()).unwrap_or(25);
+    let mut failures: u32 = 0;
+    loop {
+        if *stopped.borrow() {
+            return Ok(());
+        }
+        let params = GetUpdatesParams::builder()
+            .maybe_offset(offset)
+            .limit(100)
+            .timeout(timeout)
+            .allowed_updates(allowed.to_vec())
+            .build();
+        // Each update is read on its own: one this version cannot parse (a newer Bot API) is skipped, not a
+        // batch that fails again at every poll.
+        let answer = tokio::select! {
+            answer = api.request::<_, MethodResponse<Vec<serde_json::Value>>>("getUpdates", Some(params)) => answer,
+            _ = stopped.changed() => return Ok(()),
+        };
+        let updates = match answer {
+            Ok(response) => response.result,
+            Err(error @ (ApiError::Decode { .. } | ApiError::File { .. } | ApiError::TooLarge { .. })) => {
+                return Err(error.to_string());
+            }
+            Err(error) if error.is_unauthorized() => return Err(error.to_string()),
+            Err(error) => {
+                failures += 1;
+                let wait = Duration::from_millis(500 * 2u64.pow(failures.min(6))).min(Duration::from_secs(30));
+                tracing::warn!(error = %error, wait_ms = wait.as_millis() as u64, "getUpdates failed; polling again");
+                tokio::select! {
+                    () = tokio::time::sleep(wait) => continue,
+                    _ = stopped.changed() => return Ok(()),
+                }
+            }
+        };
+        failures = 0;
+        let Some(highest) = updates.iter().filter_map(|u| u.get("update_id")?.as_i64()).max() else { continue };
+        sink.handle(updates.into_iter().map(parse_update).collect()).await?;
+        offset = Some(highest + 1);
+    }
+}
+
+/// An update as this version reads it, or its id alone when it cannot be read (it is recorded and skipped).
+pub fn parse_update(raw: serde_json::Value) -> Incoming {
+    let update_id = raw.get("update_id").and_then(serde_json::Value::as_i64).unwrap_or_default();
+    match serde_json::from_value::<frankenstein::updates::Update>(raw) {
+        Ok(update) => Incoming::Update(Box::new(update)),
+        Err(error) => {
+            tracing::warn!(update_id, error = %error, "an update this version cannot read; skipped");
+            Incoming::Unreadable { update_id }
+        }
+    }
+}
