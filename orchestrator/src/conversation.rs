@@ -142,6 +142,9 @@ impl Handler<Inbound> for Conversation {
             tracing::debug!(event_id = %inbound.event_id, "message already taken; ignored");
             return;
         }
+        if inbound.recorded {
+            return self.accept(inbound, ctx);
+        }
         // The pending row is written before the turn can start, so a crash from here on loses nothing.
         let store = self.rt.store.clone();
         let (event_id, session) = (inbound.event_id.clone(), inbound.session_id());

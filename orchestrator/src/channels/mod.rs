@@ -2,5 +2,6 @@
 //! [`crate::messages::ChannelHandle`] that says where replies go and what the channel can do, and render what
 //! the conversation sends. They know the router only as an [`crate::messages::Intake`].
 
+pub mod approval_wait;
 pub mod console;
 pub mod telegram;

@@ -20,6 +20,10 @@ pub struct Inbound {
     /// The channel's id of the user's message, so the answer can reply to it (Telegram).
     #[serde(default)]
     pub message_id: Option<i64>,
+    /// Its pending row is already written (with the update that carried it, [`super::AcceptUpdates`]), so the
+    /// conversation does not write it again.
+    #[serde(skip)]
+    pub recorded: bool,
 }
 
 /// The task whose result started a turn.
@@ -40,6 +44,7 @@ impl Inbound {
             text: text.into(),
             source: None,
             message_id: None,
+            recorded: false,
         }
     }
 

@@ -7,6 +7,7 @@
 //! A question is withdrawn when whoever asked stops waiting (the turn stopped, the approval timeout passed), so a
 //! line typed after that is an ordinary message again.
 
+use crate::channels::approval_wait;
 use crate::messages::{ApprovalDecision, ApprovalRequest, AskApproval};
 use actix::dev::{MessageResponse, OneshotSender};
 use actix::prelude::*;
@@ -110,25 +111,12 @@ where
             Answer::Wait { answer, questions, approval_id, tool } => (answer, questions, approval_id, tool),
         };
         let console = ctx.address();
-        actix::spawn(async move {
-            let Some(mut tx) = tx else {
-                questions.withdraw(&approval_id);
-                return;
-            };
-            tokio::select! {
-                decision = answer => {
-                    let decision = decision.unwrap_or_else(|_| {
-                        ApprovalDecision::Unavailable("the console closed before it answered".into())
-                    });
-                    let _ = tx.send(decision);
-                }
-                () = tx.closed() => {
-                    if questions.withdraw(&approval_id) {
-                        console.do_send(Notice(format!("(no longer waiting for approval of {tool})")));
-                    }
-                }
+        let withdraw = async move {
+            if questions.withdraw(&approval_id) {
+                console.do_send(Notice(format!("(no longer waiting for approval of {tool})")));
             }
-        });
+        };
+        approval_wait::answer_or_withdraw(answer, tx, "console", withdraw);
     }
 }
 

@@ -8,6 +8,7 @@ use super::access;
 use super::api::BotApi;
 use super::approvals::{self, Question, Questions};
 use super::outbound::{Markup, Sender};
+use crate::channels::approval_wait;
 use crate::messages::{ApprovalDecision, AskApproval, Delivered, Outbound, OutboundFile, OutboundRole, Progress};
 use actix::dev::{MessageResponse, OneshotSender};
 use actix::prelude::*;
@@ -346,21 +347,8 @@ pub struct PendingQuestion {
 impl MessageResponse<Telegram, AskApproval> for PendingQuestion {
     fn handle(self, _ctx: &mut Context<Telegram>, tx: Option<OneshotSender<ApprovalDecision>>) {
         let PendingQuestion { answer, questions, approval_id, sender } = self;
-        actix::spawn(async move {
-            let Some(mut tx) = tx else {
-                withdraw(&questions, &approval_id, &sender).await;
-                return;
-            };
-            tokio::select! {
-                decision = answer => {
-                    let decision = decision.unwrap_or_else(|_| {
-                        ApprovalDecision::Unavailable("the Telegram channel stopped before it answered".into())
-                    });
-                    let _ = tx.send(decision);
-                }
-                () = tx.closed() => withdraw(&questions, &approval_id, &sender).await,
-            }
-        });
+        let withdraw = async move { withdraw(&questions, &approval_id, &sender).await };
+        approval_wait::answer_or_withdraw(answer, tx, "Telegram channel", withdraw);
     }
 }
 

@@ -72,7 +72,7 @@ impl UpdateSink {
             // In update order, through the router's one mailbox: a `/stop` after a message stops that message's
             // turn, and one before it cannot stop the turn that follows.
             match action {
-                Action::Turn(inbound) => self.intake.inbound.do_send(inbound),
+                Action::Turn(inbound) => self.intake.inbound.do_send(Inbound { recorded: true, ..inbound }),
                 Action::Nothing => {}
                 Action::Stop { chat_id } => self.intake.stop.do_send(StopTurn { channel: CHANNEL.into(), chat_id }),
                 Action::Reply { chat_id, text } => {
