@@ -1,4 +1,7 @@
-//! Long polling: `getUpdates` in a loop, resuming after the last update recorded. The offset that confirms a
+//! Long polling: `getUpdates` in a loop. The first poll after a start asks for every update Telegram still holds
+//! and drops those already recorded; it does not resume from the highest id recorded, because ids recorded in
+//! webhook mode, or ids Telegram restarts at random after a week without updates, would confirm (lose) updates
+//! never seen. The offset that confirms a
 //! batch to Telegram is sent only with the next poll, after [`UpdateSink::handle`] recorded the batch, so an
 //! update is never confirmed before it is on disk. A poll loop that fails (Telegram answers nonsense, the
 //! database refuses the write, a bug panics) is restarted with backoff, and each restart is logged.
@@ -83,11 +86,13 @@ async fn poll(
     allowed: &[AllowedUpdate],
     mut stopped: watch::Receiver<bool>,
 ) -> Result<(), String> {
+    // Asked for the log (and so the store prunes old ids); not the offset, see the module note.
     let recorded = last
         .send(LastUpdate { source: sink.source.clone() })
         .await
         .map_err(|e| format!("the router is not running: {e}"))??;
-    let mut offset = recorded.map(|id| id + 1);
+    tracing::debug!(last_recorded = ?recorded, "Telegram polling starts");
+    let mut offset: Option<i64> = None;
     let timeout = u32::try_from(api.poll_timeout().as_secs()).unwrap_or(25);
     let mut failures: u32 = 0;
     loop {
