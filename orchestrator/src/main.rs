@@ -11,6 +11,8 @@ use minibot_orchestrator::{boot, logging};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // First, before any thread: a process started as the sandbox helper becomes it here.
+    minibot_sandbox::serve_if_asked();
     let mut cli = Cli::parse();
     if let Some(Command::Vault(args)) = cli.command.take_if(|c| matches!(c, Command::Vault(_))) {
         return vault_cli::run(cli.config.as_deref(), args);

@@ -82,6 +82,7 @@ impl Runtime {
 
         let services = ToolServices::new(config.clone(), Some(store.clone()))
             .with_context(|| format!("tools.file_storage.root_dir = {}", config.tools.file_storage.root_dir))?;
+        minibot_tools::exec::sandbox::check(&config, services.files.as_deref()).await?;
         let main = &config.orchestration.main_agent;
         let policy = ToolPolicy::from_lists(&main.tools_allow, &main.tools_deny)
             .context("orchestration.main_agent tool patterns")?;

@@ -7,6 +7,7 @@ mod console;
 mod files;
 mod mcp;
 mod rabbitmq;
+mod sandbox;
 mod secrets;
 mod tasks;
 mod telegram;

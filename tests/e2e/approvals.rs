@@ -6,7 +6,10 @@ use minibot_e2e::{Home, Reply, Script, ScriptedLlm, Terminal, run, stderr, stdou
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
-const GATED: &str = "[tools.bash]\nenabled = true\n[tools.approval]\nrequire_approval = [\"bash\"]\n";
+// The marker lies outside any folder a `contain` command may write; these tests are about approvals (the
+// sandbox has its own tests), so bash runs in MiniBot's basic mode here.
+const GATED: &str =
+    "[tools.bash]\nenabled = true\nsandbox_mode = \"basic\"\n[tools.approval]\nrequire_approval = [\"bash\"]\n";
 
 /// A model that asks for `touch <marker>` through bash, then answers `answer`.
 async fn model(message: &str, marker: &Path, answer: &str) -> ScriptedLlm {
@@ -145,7 +148,8 @@ async fn an_unanswered_question_times_out_and_is_withdrawn() {
     assert!(result["error"].as_str().unwrap().contains("nobody answered the approval request within 1 s"), "{result}");
 }
 
-const SELF_EDIT: &str = "[tools.file_storage]\nenabled = true\nroot_dir = \".\"\n[tools.apply_patch]\nenabled = true\n\
+// A managed folder that holds the config: `contain` refuses to start with it, so Python is off here.
+const SELF_EDIT: &str = "[tools.python_exec]\nenabled = false\n[tools.file_storage]\nenabled = true\nroot_dir = \".\"\n[tools.apply_patch]\nenabled = true\n\
                          [vault]\npath = \"vault.yml\"\n";
 const PATCH: &str = "*** Begin Patch\n*** Update File: config.toml\n@@\n [llm]\n+# edited by the model\n*** End Patch";
 

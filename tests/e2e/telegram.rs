@@ -450,7 +450,9 @@ async fn a_repaired_answer_that_is_rejected_again_is_sent_plain() {
     assert_eq!(sent[0].text(), Some("nice words here"));
 }
 
-const GATED: &str = "[tools.bash]\nenabled = true\n[tools.approval]\nrequire_approval = [\"bash\"]\n";
+// The marker lies outside any folder a `contain` command may write: bash runs in basic mode here.
+const GATED: &str =
+    "[tools.bash]\nenabled = true\nsandbox_mode = \"basic\"\n[tools.approval]\nrequire_approval = [\"bash\"]\n";
 
 /// A model that runs `touch <marker>` through bash when asked, then answers "done".
 async fn marker_model(marker: &Path) -> ScriptedLlm {

@@ -7,7 +7,8 @@ use minibot_e2e::{Home, Reply, Script, ScriptedLlm, Terminal, run, stderr, stdou
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
-const CONFIG: &str = "[tasks]\nlocal_workers = 1\nprogress_interval_seconds = 0\n[tools.bash]\nenabled = true\n\
+// The markers lie outside any folder a `contain` command may write: bash runs in basic mode here.
+const CONFIG: &str = "[tasks]\nlocal_workers = 1\nprogress_interval_seconds = 0\n[tools.bash]\nenabled = true\nsandbox_mode = \"basic\"\n\
 [tools.approval]\nrequire_approval = [\"bash\"]\n";
 const TOUCHER: &str = "---\nname: toucher\ndescription: Creates marker files.\ntools_allow:\n  - bash\n---\n\
 You create the files you are asked to create.\n";
@@ -119,7 +120,7 @@ async fn the_safety_classifier_guards_the_main_agent_and_the_workers() {
         Script::containing("Tool call to check.\nTool: bash", vec![unsafe_verdict]),
     ])
     .await;
-    let config = "[tasks]\nlocal_workers = 1\nprogress_interval_seconds = 0\n[tools.bash]\nenabled = true\n\
+    let config = "[tasks]\nlocal_workers = 1\nprogress_interval_seconds = 0\n[tools.bash]\nenabled = true\nsandbox_mode = \"basic\"\n\
                   [tools.safety_classifier]\nenabled = true\nmodel = \"classifier-model\"\n\
                   check_input = [\"calculate_expression\", \"bash\"]\n";
     let home = Home::new(&llm.base_url(), config);

@@ -36,6 +36,10 @@ pub fn load_config(path: Option<&std::path::Path>, secrets_from_stdin: bool) -> 
 pub async fn run(config: Config) -> anyhow::Result<()> {
     let id = worker_id();
     let config = Arc::new(config);
+    // A sandbox this host cannot provide stops the worker here, not each task it would take.
+    let services = minibot_tools::ToolServices::new(config.clone(), None)
+        .map_err(|e| anyhow::anyhow!("tools.file_storage.root_dir: cannot create it: {e}"))?;
+    minibot_tools::exec::sandbox::check(&config, services.files.as_deref()).await?;
     let queue = minibot_queue::backend::open_worker_queue(&config, &id).await?;
     tracing::info!(worker_id = %id, backend = config.tasks.backend.as_str(), "worker started");
     watch_parent();

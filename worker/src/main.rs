@@ -21,6 +21,8 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
+    // First, before any thread: a process started as the sandbox helper becomes it here.
+    minibot_sandbox::serve_if_asked();
     let cli = Cli::parse();
     let config = match minibot_worker::load_config(cli.config.as_deref(), cli.secrets_from_stdin) {
         Ok(config) => config,

@@ -36,4 +36,7 @@ pub use run::{
 };
 pub use safety::{SafetyClassifier, SafetyConfigError};
 pub use spill::{SpillTool, wrap_with_spill};
-pub use tool::{DynTool, Tool, ToolContext, ToolError, ToolResult, dyn_tool};
+pub use tool::{
+    ARGUMENT_EXCERPT_CHARS, DynTool, MAX_ERROR_CHARS, Tool, ToolContext, ToolError, ToolResult, cap_error_message,
+    dyn_tool, excerpt,
+};

@@ -7,7 +7,7 @@ use crate::directives::Directives;
 use crate::guards::{parse_arguments, sha256_hex, unwrap_legacy_answer};
 use crate::outcome::{AgentError, AgentEvent, AgentOutcome, ReplyKind, Steer, StopReason};
 use crate::registry::ToolRegistry;
-use crate::tool::{ToolContext, ToolError};
+use crate::tool::{ToolContext, ToolError, cap_error_message, excerpt};
 use minibot_llm::{ChatProvider, ChatRequest, Message, ToolCall, Usage};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -282,13 +282,16 @@ fn skipped_after_denial(tool: &str, denied: &str) -> Value {
     })
 }
 
-/// The error result the model sees, with a signature so repeated identical failures can be spotted.
+/// The error result the model sees, with a signature so repeated identical failures can be spotted. Every
+/// [`ToolError`] and refusal becomes a tool message here, so this is where error text is capped
+/// ([`crate::MAX_ERROR_CHARS`]): a tool that quotes a 10 MB argument cannot make a 10 MB message. The signature is
+/// taken over the whole text, so different failures stay different.
 pub fn error_result(tool: &str, arguments: &str, code: &str, message: &str) -> Value {
     json!({
         "ok": false,
-        "tool": tool,
-        "error_code": code,
-        "error": message,
+        "tool": excerpt(tool),
+        "error_code": excerpt(code),
+        "error": cap_error_message(message),
         "failure_signature": sha256_hex(&[tool, arguments, code, message]),
         "is_repeated_failure_candidate": true,
     })
@@ -336,5 +339,24 @@ impl LoopState {
             attachments: self.directives.take_attachments(),
             elapsed: started.elapsed(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_results_are_capped_whatever_the_tool_said() {
+        let huge = "x".repeat(10_000_000);
+        let result = error_result(&huge, "{}", "broken", &huge);
+        let text = result.to_string();
+        assert!(text.len() < crate::MAX_ERROR_CHARS + 500, "{} bytes", text.len());
+        assert!(result["error"].as_str().is_some_and(|e| e.ends_with("(9998000 more characters of this error cut)")));
+        assert_ne!(
+            result["failure_signature"],
+            error_result(&huge, "{}", "broken", &format!("{huge}y"))["failure_signature"],
+            "the signature covers the whole message"
+        );
     }
 }

@@ -117,6 +117,7 @@ impl DynTool for SpillTool {
 
     fn call_json<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
         Box::pin(async move {
+            // Errors pass through: they are capped where they become the tool message (`error_result`).
             let value = self.inner.call_json(args, ctx).await?;
             let text = match &value {
                 Value::String(text) => text.clone(),

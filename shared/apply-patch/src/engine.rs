@@ -1,4 +1,5 @@
 use crate::endings;
+use crate::fs::{PatchFs, StdFs};
 use crate::matcher::{Windowed, seek, seek_window};
 use crate::parser::{Chunk, Hunk};
 use crate::{PatchError, Result};
@@ -144,6 +145,16 @@ pub fn plan_changes(
     resolve: &dyn Fn(&str) -> Result<PathBuf>,
     options: Options,
 ) -> Result<(Vec<FileChange>, Summary)> {
+    plan_changes_in(&StdFs, hunks, resolve, options)
+}
+
+/// [`plan_changes`] reading through `fs`, on the paths `resolve` returns.
+pub fn plan_changes_in(
+    fs: &dyn PatchFs,
+    hunks: &[Hunk],
+    resolve: &dyn Fn(&str) -> Result<PathBuf>,
+    options: Options,
+) -> Result<(Vec<FileChange>, Summary)> {
     // The files as the patch has left them so far: several hunks on one file chain through this.
     let mut state: HashMap<PathBuf, Option<String>> = HashMap::new();
     let mut changes = Vec::new();
@@ -154,11 +165,11 @@ pub fn plan_changes(
             Some(None) => {
                 Err(PatchError::Io { path: shown.into(), message: "file was deleted earlier in this patch".into() })
             }
-            None if path.is_dir() => Err(PatchError::Io {
+            None if fs.is_dir(path) => Err(PatchError::Io {
                 path: shown.into(),
                 message: "Failed to read file to update: it is a folder".into(),
             }),
-            None => std::fs::read_to_string(path).map_err(|e| PatchError::Io {
+            None => fs.read(path).and_then(utf8).map_err(|e| PatchError::Io {
                 path: shown.into(),
                 message: format!("Failed to read file to update: {e}"),
             }),
@@ -168,7 +179,7 @@ pub fn plan_changes(
         match hunk {
             Hunk::Add { path, contents } => {
                 let real = resolve(path)?;
-                if real.is_dir() {
+                if fs.is_dir(&real) {
                     return Err(PatchError::Io { path: path.clone(), message: "is a folder".into() });
                 }
                 state.insert(real.clone(), Some(contents.clone()));
@@ -179,13 +190,13 @@ pub fn plan_changes(
                 let real = resolve(path)?;
                 let exists = match state.get(&real) {
                     Some(entry) => entry.is_some(),
-                    None if real.is_dir() => {
+                    None if fs.is_dir(&real) => {
                         return Err(PatchError::Io {
                             path: path.clone(),
                             message: "Failed to delete file: it is a folder, and apply_patch deletes files only".into(),
                         });
                     }
-                    None => real.is_file(),
+                    None => fs.is_file(&real),
                 };
                 if !exists {
                     return Err(PatchError::Io {
@@ -230,30 +241,29 @@ enum Backup {
 /// Writes planned changes. If one fails, the files already changed are restored, so a patch lands whole or
 /// not at all (short of a crash mid-way).
 pub fn commit_changes(changes: &[FileChange]) -> Result<()> {
+    commit_changes_in(&StdFs, changes)
+}
+
+/// [`commit_changes`] writing through `fs`.
+pub fn commit_changes_in(fs: &dyn PatchFs, changes: &[FileChange]) -> Result<()> {
     let mut backups: Vec<Backup> = Vec::new();
     for change in changes {
         let outcome = match change {
-            FileChange::Write { path, contents, .. } => {
-                remember(path, &mut backups);
-                write(path, contents)
-            }
+            FileChange::Write { path, contents, .. } => remember(fs, path, &mut backups)
+                .and_then(|()| fs.write(path, contents.as_bytes()).map_err(|e| io(path, e))),
             FileChange::Delete { path } => {
-                remember(path, &mut backups);
-                std::fs::remove_file(path).map_err(|e| io(path, e))
+                remember(fs, path, &mut backups).and_then(|()| fs.remove_file(path).map_err(|e| io(path, e)))
             }
-            FileChange::Move { from, to, contents } => {
-                remember(from, &mut backups);
-                remember(to, &mut backups);
-                write(to, contents).and_then(|()| {
-                    if from == to { Ok(()) } else { std::fs::remove_file(from).map_err(|e| io(from, e)) }
-                })
-            }
+            FileChange::Move { from, to, contents } => remember(fs, from, &mut backups)
+                .and_then(|()| remember(fs, to, &mut backups))
+                .and_then(|()| fs.write(to, contents.as_bytes()).map_err(|e| io(to, e)))
+                .and_then(|()| if from == to { Ok(()) } else { fs.remove_file(from).map_err(|e| io(from, e)) }),
         };
         if let Err(err) = outcome {
             for backup in backups.iter().rev() {
                 let _ = match backup {
-                    Backup::Absent(path) => std::fs::remove_file(path),
-                    Backup::Content(path, bytes) => std::fs::write(path, bytes),
+                    Backup::Absent(path) => fs.remove_file(path),
+                    Backup::Content(path, bytes) => fs.write(path, bytes),
                 };
             }
             return Err(err);
@@ -262,18 +272,22 @@ pub fn commit_changes(changes: &[FileChange]) -> Result<()> {
     Ok(())
 }
 
-fn remember(path: &Path, backups: &mut Vec<Backup>) {
-    match std::fs::read(path) {
+/// Keeps what `path` holds before it is changed. Only a file that is really not there is restored by removing
+/// it: a read that fails for another reason (permissions, a folder swapped for a link) stops the patch, since
+/// "restoring" such a path by deleting it would destroy a file the patch never had.
+fn remember(fs: &dyn PatchFs, path: &Path, backups: &mut Vec<Backup>) -> Result<()> {
+    match fs.read(path) {
         Ok(bytes) => backups.push(Backup::Content(path.to_path_buf(), bytes)),
-        Err(_) => backups.push(Backup::Absent(path.to_path_buf())),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => backups.push(Backup::Absent(path.to_path_buf())),
+        Err(err) => return Err(io(path, err)),
     }
+    Ok(())
 }
 
-fn write(path: &Path, contents: &str) -> Result<()> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
-    }
-    std::fs::write(path, contents).map_err(|e| io(path, e))
+/// The text of a file the patch updates; the message is the one `read_to_string` gives.
+fn utf8(bytes: Vec<u8>) -> std::io::Result<String> {
+    String::from_utf8(bytes)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "stream did not contain valid UTF-8"))
 }
 
 fn io(path: &Path, err: std::io::Error) -> PatchError {

@@ -20,14 +20,19 @@
 //! write fails part way.
 //!
 //! Nothing here decides which paths are allowed: callers pass a resolver that maps a path written in the
-//! patch to a real path or refuses it.
+//! patch to a real path or refuses it, and (with [`plan_changes_in`] / [`commit_changes_in`]) the [`PatchFs`]
+//! every read and write goes through.
 
 mod endings;
 mod engine;
+mod fs;
 mod matcher;
 mod parser;
 
-pub use engine::{FileChange, Options, Summary, apply_chunks, commit_changes, plan_changes};
+pub use engine::{
+    FileChange, Options, Summary, apply_chunks, commit_changes, commit_changes_in, plan_changes, plan_changes_in,
+};
+pub use fs::{PatchFs, StdFs};
 pub use parser::{Chunk, Hunk, UnifiedHeader, parse_patch};
 
 /// Why a patch was refused. Nothing was written when any of these is returned by [`plan_changes`].

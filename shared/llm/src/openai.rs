@@ -20,7 +20,8 @@ pub struct OpenAiChat {
     retry: RetryPolicy,
     timeout: Duration,
     /// Secret values never leave in a request body or come back in an error: a tool result or a message that
-    /// carries one is masked before it is sent.
+    /// carries one is masked before it is sent, and provider text quoted in an error is masked before it is cut.
+    /// Holds the vault's values and this endpoint's own credentials (a server may echo the key it rejects).
     redactor: Redactor,
 }
 
@@ -48,7 +49,7 @@ impl OpenAiChat {
             api_key: endpoint.api_key.clone(),
             retry: RetryPolicy { attempts: endpoint.retry_attempts + 1, base: endpoint.retry_delay },
             timeout: endpoint.request_timeout,
-            redactor: Redactor::new(&endpoint.secrets),
+            redactor: Redactor::from_values(endpoint.secrets.values().chain(credentials(endpoint))),
         })
     }
 
@@ -58,7 +59,7 @@ impl OpenAiChat {
         if !self.api_key.is_empty() {
             request = request.bearer_auth(&self.api_key);
         }
-        let response = request.send().await.map_err(|e| self.transport_error(e))?;
+        let response = request.send().await.map_err(|e| self.transport_error(&e))?;
         let status = response.status().as_u16();
         let retry_after = response
             .headers()
@@ -66,18 +67,20 @@ impl OpenAiChat {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<f64>().ok())
             .and_then(|secs| Duration::try_from_secs_f64(secs).ok());
-        let text = response.text().await.map_err(|e| self.transport_error(e))?;
+        let text = response.text().await.map_err(|e| self.transport_error(&e))?;
         if !(200..300).contains(&status) {
-            return Err(classify_status(status, retry_after, &self.redactor.redact(&text)));
+            return Err(classify_status(status, retry_after, &text, &self.redactor));
         }
-        parse_response(&text)
+        parse_response(&text, &self.redactor)
     }
 
-    fn transport_error(&self, error: reqwest::Error) -> LlmError {
+    fn transport_error(&self, error: &reqwest::Error) -> LlmError {
         if error.is_timeout() {
             LlmError::Timeout(self.timeout)
         } else {
-            LlmError::Connect { url: self.url.clone(), detail: error_chain(&error) }
+            // A key can sit in a configured URL (`?key=`) and so in reqwest's message.
+            let url = self.redactor.redact(&self.url).into_owned();
+            LlmError::Connect { url, detail: self.redactor.redact(&error_chain(error)).into_owned() }
         }
     }
 }
@@ -146,6 +149,27 @@ fn error_chain(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// The endpoint's own credentials: its API key, and the values of headers that carry one (`[llm]
+/// extra_headers` or `[providers.*] headers` such as `x-api-key`), whole and without an auth scheme word
+/// (`Bearer sk-…` is echoed as `sk-…`).
+fn credentials(endpoint: &LlmEndpoint) -> impl Iterator<Item = &str> {
+    let headers = endpoint
+        .headers
+        .iter()
+        .filter(|(name, _)| {
+            let name = name.to_ascii_lowercase();
+            ["auth", "key", "token", "secret"].iter().any(|word| name.contains(word))
+        })
+        .flat_map(|(_, value)| [value.as_str(), value.rsplit(' ').next().unwrap_or_default()]);
+    std::iter::once(endpoint.api_key.as_str()).chain(headers)
+}
+
+/// Provider text as an error quotes it: secrets masked, then cut. Masking comes first so a cut through a key
+/// cannot leave its start readable.
+fn quote(redactor: &Redactor, text: &str) -> String {
+    cut(&redactor.redact(text))
+}
+
 fn cut(text: &str) -> String {
     let trimmed = text.trim();
     match trimmed.char_indices().nth(ERROR_BODY_CHARS) {
@@ -154,9 +178,9 @@ fn cut(text: &str) -> String {
     }
 }
 
-fn classify_status(status: u16, retry_after: Option<Duration>, body: &str) -> LlmError {
+fn classify_status(status: u16, retry_after: Option<Duration>, body: &str, redactor: &Redactor) -> LlmError {
     let lower = body.to_ascii_lowercase();
-    let body = cut(body);
+    let body = quote(redactor, body);
     match status {
         429 if lower.contains("insufficient_quota") => LlmError::Quota { status, body },
         429 => LlmError::RateLimited { retry_after, body },
@@ -230,11 +254,12 @@ fn message_json(message: &Message) -> Value {
     }
 }
 
-pub(crate) fn parse_response(text: &str) -> Result<ChatResponse> {
+/// Parses a 2xx body; provider text quoted in an error is masked with `redactor`.
+pub(crate) fn parse_response(text: &str, redactor: &Redactor) -> Result<ChatResponse> {
     let value: Value = serde_json::from_str(text)
-        .map_err(|e| LlmError::InvalidResponse(format!("{e}; body starts with {:?}", cut(text))))?;
+        .map_err(|e| LlmError::InvalidResponse(format!("{e}; body starts with {:?}", quote(redactor, text))))?;
     if let Some(error) = value.get("error").filter(|e| !e.is_null()) {
-        return Err(LlmError::Server { status: 200, body: cut(&error.to_string()) });
+        return Err(LlmError::Server { status: 200, body: quote(redactor, &error.to_string()) });
     }
     let choice = value
         .get("choices")
@@ -294,7 +319,7 @@ mod tests {
             {"id":"a","type":"function","function":{"name":"x","arguments":"{\"n\":1}"}},
             {"id":"b","type":"function","function":{"name":"y","arguments":{"n":2}}}]},
             "finish_reason":"tool_calls"}],"usage":{"prompt_tokens":10,"completion_tokens":5}}"#;
-        let response = parse_response(body).expect("parses");
+        let response = parse_response(body, &Redactor::default()).expect("parses");
         assert_eq!(response.tool_calls.len(), 2);
         assert_eq!(response.tool_calls[1].arguments, r#"{"n":2}"#);
         assert_eq!(response.usage.total_tokens, 15);
@@ -326,17 +351,19 @@ mod tests {
 
     #[test]
     fn garbage_is_an_invalid_response() {
-        assert!(matches!(parse_response("<html>oops"), Err(LlmError::InvalidResponse(_))));
-        assert!(matches!(parse_response("{\"choices\":[]}"), Err(LlmError::EmptyResponse)));
+        let none = Redactor::default();
+        assert!(matches!(parse_response("<html>oops", &none), Err(LlmError::InvalidResponse(_))));
+        assert!(matches!(parse_response("{\"choices\":[]}", &none), Err(LlmError::EmptyResponse)));
     }
 
     #[test]
     fn statuses_are_classified() {
-        assert!(classify_status(503, None, "").is_retryable());
-        assert!(!classify_status(401, None, "").is_retryable());
-        assert!(matches!(classify_status(429, None, "insufficient_quota"), LlmError::Quota { .. }));
+        let none = Redactor::default();
+        assert!(classify_status(503, None, "", &none).is_retryable());
+        assert!(!classify_status(401, None, "", &none).is_retryable());
+        assert!(matches!(classify_status(429, None, "insufficient_quota", &none), LlmError::Quota { .. }));
         assert!(matches!(
-            classify_status(400, None, "This model's maximum context length is 8192"),
+            classify_status(400, None, "This model's maximum context length is 8192", &none),
             LlmError::ContextLength(_)
         ));
     }

@@ -61,6 +61,10 @@ section! {
         pub spill_preview_chars: u64 = 2_000,
         pub max_spill_bytes: ByteSize = ByteSize(5_000_000),
         pub spill_subdir: String = "http_responses/tmp".into(),
+        /// minibot-rs only (MiniBot does no address filtering): refuse requests whose destination, after DNS
+        /// resolution and at every redirect hop, is loopback, private, link-local (cloud metadata), CGNAT,
+        /// unspecified, multicast or broadcast. Off by default, as MiniBot behaves.
+        pub deny_private_networks: bool = false,
     }
 }
 
@@ -88,7 +92,11 @@ section! {
 }
 
 choice! {
-    pub enum SandboxMode { None = "none", Basic = "basic", Rlimit = "rlimit", Cgroup = "cgroup", Jail = "jail" } default Basic
+    /// MiniBot's modes, plus `contain` (minibot-rs): Landlock, seccomp and namespaces through the
+    /// `minibot-sandbox` helper. A config that does not name a mode gets `contain`.
+    pub enum SandboxMode {
+        None = "none", Basic = "basic", Rlimit = "rlimit", Cgroup = "cgroup", Jail = "jail", Contain = "contain"
+    } default Contain
 }
 
 section! {
@@ -99,7 +107,9 @@ section! {
         pub python_path: Option<String> = None,
         #[serde(deserialize_with = "super::macros::empty_as_none")]
         pub venv_path: Option<String> = None,
-        pub sandbox_mode: SandboxMode = SandboxMode::Basic,
+        pub sandbox_mode: SandboxMode = SandboxMode::Contain,
+        /// minibot-rs, `contain` mode: whether the code may open network sockets.
+        pub allow_network: bool = false,
         pub default_timeout_seconds: u64 = 8,
         pub max_timeout_seconds: u64 = 20,
         pub max_output_bytes: ByteSize = ByteSize(64_000),
@@ -162,7 +172,9 @@ section! {
         pub spill_preview_chars: u64 = 500,
         pub spill_subdir: String = "bash_output/tmp".into(),
         /// Not in MiniBot, whose bash had no sandbox: the same modes and settings as `[tools.python_exec]`.
-        pub sandbox_mode: SandboxMode = SandboxMode::Basic,
+        pub sandbox_mode: SandboxMode = SandboxMode::Contain,
+        /// minibot-rs, `contain` mode: whether the command may open network sockets.
+        pub allow_network: bool = false,
         pub rlimit: RlimitSection = RlimitSection::default(),
         pub cgroup: CgroupSection = CgroupSection::default(),
         pub jail: JailSection = JailSection::default(),

@@ -1,1 +1,2 @@
 mod parts;
+mod redaction;

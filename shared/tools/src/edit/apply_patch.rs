@@ -1,11 +1,59 @@
-use crate::files::{ManagedRoot, PathError, ProtectedPaths};
+use crate::files::{ManagedPath, ManagedRoot, PathError, ProtectedPaths, is_escape};
 use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
-use minibot_apply_patch::{Options, PatchError, commit_changes, parse_patch, plan_changes};
+use minibot_apply_patch::{Options, PatchError, PatchFs, commit_changes_in, parse_patch, plan_changes_in};
 use minibot_config::Config;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+
+/// What the patch engine sees of the workspace: it reads and writes through the workspace's handle, on the
+/// paths [`ApplyPatch::resolve`] returned (relative inside the workspace, absolute outside it when that is
+/// allowed).
+struct WorkspaceFs<'a>(&'a ManagedRoot);
+
+impl WorkspaceFs<'_> {
+    fn managed(&self, path: &Path) -> ManagedPath {
+        if path.is_absolute() {
+            ManagedPath { absolute: path.to_path_buf(), relative: None }
+        } else {
+            ManagedPath { absolute: self.0.path().join(path), relative: Some(path.to_string_lossy().into_owned()) }
+        }
+    }
+}
+
+/// The handle's refusal to leave the workspace, in the words the resolver uses for the same refusal.
+fn escape_message(err: std::io::Error) -> std::io::Error {
+    if is_escape(&err) { std::io::Error::new(err.kind(), "path escapes workspace root") } else { err }
+}
+
+impl PatchFs for WorkspaceFs<'_> {
+    fn is_dir(&self, path: &Path) -> bool {
+        self.0.metadata(&self.managed(path)).is_ok_and(|m| m.is_dir())
+    }
+
+    fn is_file(&self, path: &Path) -> bool {
+        self.0.metadata(&self.managed(path)).is_ok_and(|m| m.is_file())
+    }
+
+    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        let mut file = self.0.open_read(&self.managed(path)).map_err(escape_message)?;
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut file, &mut bytes)?;
+        Ok(bytes)
+    }
+
+    /// A new file renamed over the old one, so a hard link to the old file keeps its content.
+    fn write(&self, path: &Path, contents: &[u8]) -> std::io::Result<()> {
+        let managed = self.managed(path);
+        self.0.create_parent(&managed).map_err(escape_message)?;
+        self.0.replace(&managed, contents).map_err(escape_message)
+    }
+
+    fn remove_file(&self, path: &Path) -> std::io::Result<()> {
+        self.0.remove_file(&self.managed(path)).map_err(escape_message)
+    }
+}
 
 pub struct ApplyPatch {
     workspace: ManagedRoot,
@@ -28,13 +76,15 @@ impl ApplyPatch {
         })
     }
 
-    fn resolve(&self, written: &str) -> Result<PathBuf, PatchError> {
+    /// The checked path: relative to the workspace when inside it (the engine hands it back to
+    /// [`WorkspaceFs`], which opens it through the workspace's handle), absolute outside.
+    fn resolve(&self, written: &str) -> Result<ManagedPath, PatchError> {
         // Absolute paths that point into the workspace are fine even when confined.
         let relative = match Path::new(written).strip_prefix(self.workspace.path()) {
             Ok(rest) => rest.to_string_lossy().into_owned(),
             Err(_) => written.to_string(),
         };
-        self.workspace.resolve_required(&relative).map(|p| p.absolute).map_err(|err| PatchError::Path {
+        self.workspace.resolve_required(&relative).map_err(|err| PatchError::Path {
             path: written.to_string(),
             message: match err {
                 PathError::Absolute | PathError::Escapes | PathError::DanglingLink => {
@@ -96,18 +146,29 @@ impl Tool for ApplyPatch {
         // written.
         let touched: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
         let resolve = |written: &str| {
-            let real = self.resolve(written)?;
-            touched.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(real.clone());
-            Ok(real)
+            let path = self.resolve(written)?;
+            touched.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(path.absolute.clone());
+            Ok(match path.absolute.strip_prefix(self.workspace.path()) {
+                Ok(inside) if path.inside_root() => {
+                    if inside.as_os_str().is_empty() {
+                        PathBuf::from(".")
+                    } else {
+                        inside.to_path_buf()
+                    }
+                }
+                _ => path.absolute,
+            })
         };
-        let planned = parse_patch(&args.patch_text).and_then(|hunks| plan_changes(&hunks, &resolve, self.options));
+        let fs = WorkspaceFs(&self.workspace);
+        let planned =
+            parse_patch(&args.patch_text).and_then(|hunks| plan_changes_in(&fs, &hunks, &resolve, self.options));
         if planned.is_ok() {
             let touched = touched.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
             let targets: Vec<&Path> = touched.iter().map(PathBuf::as_path).collect();
             let shown = json!({ "patch_text": args.patch_text });
             self.protected.guard(ctx, "apply_patch", &shown, "patches", &targets).await?;
         }
-        let outcome = planned.and_then(|(changes, summary)| commit_changes(&changes).map(|()| summary));
+        let outcome = planned.and_then(|(changes, summary)| commit_changes_in(&fs, &changes).map(|()| summary));
         match outcome {
             Ok(summary) => Ok(json!({
                 "ok": true,

@@ -1,16 +1,26 @@
 //! Artifact export for `python_execute`: files the code wrote in its run folder that match the requested
 //! globs and the allowed extensions are copied into managed storage before the folder is deleted.
+//!
+//! The code owns its run folder and may still be running in the background (a process that left the group),
+//! so nothing in it is trusted: the folder is opened once as a handle, walked without following links, and
+//! each file is opened by name from its folder's handle with `O_NOFOLLOW` and must be a regular file once
+//! open. Copies go into the managed root through the root's handle, so a destination folder swapped for a
+//! link (the code can reach the managed root too) is refused, not written through.
 
-use crate::files::{ManagedPath, ManagedRoot, mime_for};
+use crate::files::{Found, ManagedPath, ManagedRoot, WalkOptions, mime_for, open_regular, walk_files};
+use cap_std::fs::{Dir, OpenOptions};
 use globset::{GlobBuilder, GlobSetBuilder};
 use minibot_agent::ToolError;
 use minibot_config::PythonExecSection;
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::io::Read;
+use std::ops::ControlFlow;
+use std::path::Path;
 
 /// Which artifacts to copy out of the run folder, checked before the code runs.
 pub(crate) struct ArtifactPlan {
     globs: globset::GlobSet,
+    files: ManagedRoot,
     destination: ManagedPath,
     max_files: usize,
 }
@@ -64,86 +74,105 @@ impl ArtifactPlan {
                 return Err(ToolError::respond("invalid_artifact_options", "max_artifacts must be at least 1"));
             }
         };
-        Ok(ArtifactPlan { globs, destination, max_files })
+        Ok(ArtifactPlan { globs, files: files.clone(), destination, max_files })
     }
 
-    /// Copies matching files out of the run folder into managed storage. Symlinks are never followed, so code
-    /// cannot export `/etc/passwd` by linking to it.
-    pub(crate) fn export(&self, c: &PythonExecSection, root: &Path, run_dir: &Path) -> (Vec<Value>, Vec<Value>) {
+    /// Copies matching files out of the run folder into managed storage. Links are never followed, so code
+    /// cannot export `/etc/passwd` by linking to it, even by swapping a link in while the export runs. (The
+    /// managed root is known to the plan; the caller's `_root` is the same folder.)
+    pub(crate) fn export(&self, c: &PythonExecSection, _root: &Path, run_dir: &Path) -> (Vec<Value>, Vec<Value>) {
         let plan = self;
         let allowed: Vec<String> = c.artifacts_allowed_extensions.iter().map(|e| e.to_lowercase()).collect();
         let mut saved = Vec::new();
         let mut skipped = Vec::new();
         let mut total = 0u64;
-        let walker = ignore::WalkBuilder::new(run_dir)
-            .standard_filters(false)
-            .follow_links(false)
-            .sort_by_file_path(|a, b| a.cmp(b))
-            .build();
-        for entry in walker.flatten() {
-            let Ok(rel) = entry.path().strip_prefix(run_dir) else {
-                continue;
-            };
-            if !entry.file_type().is_some_and(|t| t.is_file()) || !plan.globs.is_match(rel) {
-                continue;
+        let Ok(run) = Dir::open_ambient_dir(run_dir, cap_std::ambient_authority()) else {
+            return (saved, skipped);
+        };
+        // Opened when the first artifact is copied, so a run without artifacts creates no folder.
+        let mut destination: Option<Dir> = None;
+        let walk = WalkOptions { include_hidden: true, max_depth: None };
+        let _ = walk_files(&run, walk, &mut |found: Found<'_>| {
+            if !plan.globs.is_match(found.relative) {
+                return ControlFlow::Continue(());
             }
-            let name = rel.to_string_lossy().into_owned();
+            let name = found.relative.to_string_lossy().into_owned();
             let skip = |reason: &str| json!({ "name": name, "reason": reason });
-            let ext = entry.path().extension().map(|e| format!(".{}", e.to_string_lossy().to_lowercase()));
+            let ext = found.relative.extension().map(|e| format!(".{}", e.to_string_lossy().to_lowercase()));
             if !ext.as_ref().is_some_and(|e| allowed.contains(e)) {
                 skipped.push(skip("extension_not_allowed"));
-                continue;
+                return ControlFlow::Continue(());
             }
-            let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
             if saved.len() >= plan.max_files {
                 skipped.push(skip("max_files_reached"));
-                continue;
+                return ControlFlow::Continue(());
             }
+            let (source, meta) = match open_regular(found.folder, found.name) {
+                Ok(opened) => opened,
+                Err(_) => {
+                    skipped.push(skip("not_a_regular_file"));
+                    return ControlFlow::Continue(());
+                }
+            };
+            let size = meta.len();
             if size > c.artifacts_max_file_bytes.bytes() {
                 skipped.push(skip("file_too_large"));
-                continue;
+                return ControlFlow::Continue(());
             }
             if total + size > c.artifacts_max_total_bytes.bytes() {
                 skipped.push(skip("total_size_exceeded"));
-                continue;
+                return ControlFlow::Continue(());
             }
-            match copy_unique(entry.path(), &plan.destination.absolute) {
-                Ok(target) => {
+            let folder = match &destination {
+                Some(folder) => folder,
+                None => match plan.open_destination() {
+                    Ok(folder) => destination.insert(folder),
+                    Err(err) => {
+                        skipped.push(skip(&format!("copy_failed: {err}")));
+                        return ControlFlow::Continue(());
+                    }
+                },
+            };
+            // Copies no more than was measured, however the file grows in the meantime.
+            match copy_unique(source.take(size), found.relative, folder) {
+                Ok(file_name) => {
                     total += size;
-                    let shown = plan
-                        .destination
-                        .relative
-                        .as_ref()
-                        .and_then(|_| target.strip_prefix(root).ok())
-                        .map_or_else(|| target.display().to_string(), |p| p.display().to_string());
+                    let target = plan.destination.child(&file_name);
                     saved.push(json!({
-                        "path": shown,
-                        "path_absolute": target.display().to_string(),
-                        "name": target.file_name().map(|n| n.to_string_lossy().into_owned()),
+                        "path": target.display(),
+                        "path_absolute": target.absolute.display().to_string(),
+                        "name": file_name,
                         "size_bytes": size,
-                        "mime": mime_for(&target),
+                        "mime": mime_for(&target.absolute),
                     }));
                 }
                 Err(err) => skipped.push(skip(&format!("copy_failed: {err}"))),
             }
-        }
+            ControlFlow::Continue(())
+        });
         (saved, skipped)
+    }
+
+    /// The destination folder, created if needed, as a handle from the managed root's.
+    fn open_destination(&self) -> std::io::Result<Dir> {
+        self.files.create_dir_all(&self.destination)?;
+        self.files.open_dir(&self.destination)
     }
 }
 
-/// Copies `source` into `folder`, adding `-1`, `-2`, … before the extension if the name is taken.
-fn copy_unique(source: &Path, folder: &Path) -> std::io::Result<PathBuf> {
-    std::fs::create_dir_all(folder)?;
-    let stem = source.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "artifact".into());
-    let ext = source.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
+/// Copies `source` (named `name` in the run folder) into `folder`, adding `-1`, `-2`, … before the extension if
+/// the name is taken; returns the name it got.
+fn copy_unique(mut source: impl Read, name: &Path, folder: &Dir) -> std::io::Result<String> {
+    let stem = name.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "artifact".into());
+    let ext = name.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
     for n in 0..1000 {
-        let name = if n == 0 { format!("{stem}{ext}") } else { format!("{stem}-{n}{ext}") };
-        let target = folder.join(name);
-        match std::fs::OpenOptions::new().write(true).create_new(true).open(&target) {
+        let file_name = if n == 0 { format!("{stem}{ext}") } else { format!("{stem}-{n}{ext}") };
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        match folder.open_with(&file_name, &options) {
             Ok(mut file) => {
-                let mut input = std::fs::File::open(source)?;
-                std::io::copy(&mut input, &mut file)?;
-                return Ok(target);
+                std::io::copy(&mut source, &mut file)?;
+                return Ok(file_name);
             }
             Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(err) => return Err(err),

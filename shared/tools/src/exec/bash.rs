@@ -1,5 +1,5 @@
 use super::runner::{self, RunSpec};
-use super::sandbox::{self, SandboxSettings};
+use super::sandbox::{self, SandboxScope, SandboxSettings};
 use super::{clamp_timeout, run_error};
 use crate::files::{ManagedRoot, sha8, write_spill};
 use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
@@ -13,20 +13,16 @@ use std::sync::Arc;
 pub struct Bash {
     config: BashSection,
     sandbox: SandboxSettings,
+    scope: SandboxScope,
     /// Where long output is saved; `None` keeps it inline.
     spill_root: Option<Arc<ManagedRoot>>,
 }
 
 impl Bash {
-    pub fn new(config: &BashSection, spill_root: Option<Arc<ManagedRoot>>) -> Self {
-        let sandbox = SandboxSettings {
-            mode: config.sandbox_mode,
-            rlimit: config.rlimit.clone(),
-            cgroup: config.cgroup.clone(),
-            jail: config.jail.clone(),
-        };
+    pub fn new(config: &BashSection, scope: SandboxScope, spill_root: Option<Arc<ManagedRoot>>) -> Self {
+        let sandbox = sandbox::bash_settings(config);
         let spill_root = spill_root.filter(|_| config.spill_to_managed_file);
-        Self { config: config.clone(), sandbox, spill_root }
+        Self { config: config.clone(), sandbox, scope, spill_root }
     }
 }
 
@@ -88,22 +84,34 @@ impl Tool for Bash {
         if extra.iter().any(|(k, v)| k.is_empty() || k.contains(['=', '\0']) || v.contains('\0')) {
             return Err(ToolError::invalid_arguments("env names must be non-empty without `=` or NUL"));
         }
-        let env = runner::build_env(self.config.pass_parent_env, &self.config.env_allowlist, &extra);
         let flag = if self.config.pass_parent_env { "-lc" } else { "-c" };
-        let applied = sandbox::plan(&self.sandbox).await;
-        let (program, argv) = applied.wrap("/bin/bash".into(), vec![flag.into(), args.command.clone()]);
+        let applied = sandbox::plan(&self.sandbox, &self.scope)
+            .await
+            .map_err(|e| ToolError::respond("sandbox_unavailable", e.to_string()))?;
+        let temp = sandbox::private_temp(&applied, "bash-")
+            .map_err(|e| ToolError::respond("process_start_failed", format!("cannot make a temp folder: {e}")))?;
+        let wrapped = applied
+            .wrap("/bin/bash".into(), vec![flag.into(), args.command.clone()], temp.path(), &[])
+            .map_err(|e| ToolError::respond("sandbox_failed", e))?;
+        let extra: Vec<(String, String)> = wrapped.env.into_iter().chain(extra).collect();
+        let env = runner::build_env(self.config.pass_parent_env, &self.config.env_allowlist, &extra);
         let output = runner::run(RunSpec {
-            program,
-            args: argv,
+            program: wrapped.program,
+            args: wrapped.args,
             cwd: cwd.clone(),
             env,
             stdin: None,
             timeout,
             max_output_bytes: self.config.max_output_bytes.bytes() as usize,
             rlimits: applied.rlimits.clone(),
+            graceful_stop: applied.stops_gracefully(),
         })
         .await
         .map_err(run_error)?;
+        drop(temp);
+        if let Some(error) = sandbox::setup_failure(&applied, &output) {
+            return Err(error);
+        }
 
         let mut out = Map::new();
         out.insert("ok".into(), json!(output.success()));

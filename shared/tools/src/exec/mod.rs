@@ -26,8 +26,9 @@ pub fn register(registry: &mut ToolRegistry, services: &ToolServices, spill: boo
         registry.register(dyn_tool(python));
     }
     if tools.bash.enabled {
+        let scope = sandbox::SandboxScope::from_config(&services.config, services.files.as_deref());
         let files = if spill { services.files.clone() } else { None };
-        registry.register(dyn_tool(Bash::new(&tools.bash, files)));
+        registry.register(dyn_tool(Bash::new(&tools.bash, scope, files)));
     }
 }
 

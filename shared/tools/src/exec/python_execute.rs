@@ -1,6 +1,6 @@
 use super::artifacts::ArtifactPlan;
 use super::runner::{self, RunSpec};
-use super::sandbox::{self, SandboxSettings, find_program};
+use super::sandbox::{self, SandboxScope, SandboxSettings, find_program};
 use super::{clamp_timeout, run_error};
 use crate::files::ManagedRoot;
 use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
@@ -15,6 +15,7 @@ use std::sync::Arc;
 pub struct PythonRuntime {
     pub config: PythonExecSection,
     pub sandbox: SandboxSettings,
+    pub scope: SandboxScope,
     /// The interpreter: `python_path`, else `<venv_path>/bin/python`, else `python3` on PATH.
     pub python: String,
     /// Resolved `artifacts_jail_shared_dir`.
@@ -22,7 +23,7 @@ pub struct PythonRuntime {
 }
 
 impl PythonRuntime {
-    fn new(config: &Config) -> Self {
+    fn new(config: &Config, files: Option<&ManagedRoot>) -> Self {
         let section = config.tools.python_exec.clone();
         let python = match (&section.python_path, &section.venv_path) {
             (Some(path), _) => config.resolve_path(path).display().to_string(),
@@ -30,13 +31,9 @@ impl PythonRuntime {
             (None, None) => find_program("python3").map_or_else(|| "python3".into(), |p| p.display().to_string()),
         };
         let jail_shared_dir = section.artifacts_jail_shared_dir.as_deref().map(|d| config.resolve_path(d));
-        let sandbox = SandboxSettings {
-            mode: section.sandbox_mode,
-            rlimit: section.rlimit.clone(),
-            cgroup: section.cgroup.clone(),
-            jail: section.jail.clone(),
-        };
-        Self { config: section, sandbox, python, jail_shared_dir }
+        let sandbox = sandbox::python_settings(&section);
+        let scope = SandboxScope::from_config(config, files);
+        Self { config: section, sandbox, scope, python, jail_shared_dir }
     }
 
     /// Runs `python -u -B -I <args>` in a fresh temp folder (inside `parent` when given); `inspect` sees the
@@ -49,30 +46,45 @@ impl PythonRuntime {
         parent: Option<&Path>,
         inspect: impl FnOnce(&Path) -> T,
     ) -> Result<(runner::RunOutput, sandbox::AppliedSandbox, T), ToolError> {
-        let mut builder = tempfile::Builder::new();
-        builder.prefix("minibot_pyexec_");
+        let applied = sandbox::plan(&self.sandbox, &self.scope)
+            .await
+            .map_err(|e| ToolError::respond("sandbox_unavailable", e.to_string()))?;
+        let cannot =
+            |e: std::io::Error| ToolError::respond("python_exec_failed", format!("cannot create a run folder: {e}"));
         let dir = match parent {
-            Some(parent) => std::fs::create_dir_all(parent).and_then(|()| builder.tempdir_in(parent)),
-            None => builder.tempdir(),
+            Some(parent) => {
+                let mut builder = tempfile::Builder::new();
+                builder.prefix("minibot_pyexec_");
+                std::fs::create_dir_all(parent).and_then(|()| builder.tempdir_in(parent))
+            }
+            None => sandbox::private_temp(&applied, "minibot_pyexec_"),
         }
-        .map_err(|e| ToolError::respond("python_exec_failed", format!("cannot create a run folder: {e}")))?;
-        let applied = sandbox::plan(&self.sandbox).await;
+        .map_err(cannot)?;
+        let temp = sandbox::private_temp(&applied, "python-tmp-").map_err(cannot)?;
         let mut argv = vec!["-u".to_string(), "-B".into(), "-I".into()];
         argv.extend(args);
-        let (program, argv) = applied.wrap(self.python.clone(), argv);
-        let extra = [("PYTHONUNBUFFERED".to_string(), "1".to_string())];
+        let wrapped = applied
+            .wrap(self.python.clone(), argv, temp.path(), &[dir.path()])
+            .map_err(|e| ToolError::respond("sandbox_failed", e))?;
+        let mut extra = vec![("PYTHONUNBUFFERED".to_string(), "1".to_string())];
+        extra.extend(wrapped.env);
         let output = runner::run(RunSpec {
-            program,
-            args: argv,
+            program: wrapped.program,
+            args: wrapped.args,
             cwd: dir.path().to_path_buf(),
             env: runner::build_env(self.config.pass_parent_env, &self.config.env_allowlist, &extra),
             stdin,
             timeout,
             max_output_bytes: self.config.max_output_bytes.bytes() as usize,
             rlimits: applied.rlimits.clone(),
+            graceful_stop: applied.stops_gracefully(),
         })
         .await
         .map_err(run_error)?;
+        drop(temp);
+        if let Some(error) = sandbox::setup_failure(&applied, &output) {
+            return Err(error);
+        }
         let seen = inspect(dir.path());
         Ok((output, applied, seen))
     }
@@ -85,7 +97,7 @@ pub struct PythonExecute {
 
 impl PythonExecute {
     pub fn new(config: &Config, files: Option<Arc<ManagedRoot>>) -> Self {
-        Self { runtime: Arc::new(PythonRuntime::new(config)), files }
+        Self { runtime: Arc::new(PythonRuntime::new(config, files.as_deref())), files }
     }
 
     pub fn runtime(&self) -> Arc<PythonRuntime> {

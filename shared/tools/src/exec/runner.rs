@@ -41,7 +41,13 @@ pub struct RunSpec {
     /// Cap on stdout and stderr together.
     pub max_output_bytes: usize,
     pub rlimits: Option<Rlimits>,
+    /// At the timeout, ask the program (the sandbox helper) with SIGTERM to end itself and everything it started
+    /// before the group is killed: processes that left the group are reached only that way.
+    pub graceful_stop: bool,
 }
+
+/// How long a helper asked to stop may take before the group is killed.
+const STOP_GRACE: Duration = Duration::from_secs(2);
 
 /// What happened.
 #[derive(Debug, Clone)]
@@ -116,10 +122,19 @@ pub async fn run(spec: RunSpec) -> Result<RunOutput, RunError> {
     let stdout = child.stdout.take().map(|pipe| tokio::spawn(read_capped(pipe, cap)));
     let stderr = child.stderr.take().map(|pipe| tokio::spawn(read_capped(pipe, cap)));
 
-    let (status, timed_out) = match tokio::time::timeout(spec.timeout, child.wait()).await {
+    let (mut status, timed_out) = match tokio::time::timeout(spec.timeout, child.wait()).await {
         Ok(status) => (Some(status.map_err(RunError::Wait)?), false),
         Err(_) => (None, true),
     };
+    if timed_out
+        && spec.graceful_stop
+        && let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok())
+    {
+        let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGTERM);
+        if let Ok(waited) = tokio::time::timeout(STOP_GRACE, child.wait()).await {
+            status = Some(waited.map_err(RunError::Wait)?);
+        }
+    }
     if let Some(pgid) = pgid {
         // ESRCH (group already empty) is the normal case for a command that left nothing behind.
         let _ = killpg(pgid, Signal::SIGKILL);

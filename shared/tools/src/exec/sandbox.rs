@@ -1,99 +1,199 @@
-//! Sandbox modes for host execution. The *requested* mode comes from config; the *applied* one is what the
-//! host could actually do, and every result reports it. A mode that cannot apply falls back to `basic` and
-//! says why in `sandbox_note`, rather than silently running without the isolation the operator asked for.
+//! Sandbox modes for host execution. The mode comes from config and is applied as written: a mode this host
+//! cannot provide stops start-up ([`check`]) and fails the call, never runs weaker in silence. Every result
+//! names the mode applied (and for `contain`, its layers).
 //!
-//! `basic` is the floor for every mode: new process group, allowlisted environment, timeout that kills the
-//! group, output caps (and for Python an isolated interpreter in a fresh temp folder).
+//! `basic` is the floor of MiniBot's modes: new process group, allowlisted environment, a timeout that kills
+//! the group, output caps (and for Python an isolated interpreter in a fresh temp folder). `contain` runs the
+//! command through the `minibot-sandbox` helper (crate `minibot-sandbox`): read-only file system but for the
+//! managed root and a private temp folder, the assistant's config, vault, data and logs unreadable, no network
+//! unless `allow_network`, and nothing it starts outliving the call.
 
 use super::runner::Rlimits;
-use minibot_config::{CgroupSection, JailSection, RlimitSection, SandboxMode};
+use crate::files::ManagedRoot;
+use minibot_config::{CgroupSection, Config, JailSection, RlimitSection, SandboxMode};
+use minibot_sandbox::{Capabilities, Limits, Policy};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::Duration;
-use tokio::sync::OnceCell;
 
 /// The sandbox settings of one tool (`[tools.python_exec]` or `[tools.bash]`).
 #[derive(Debug, Clone)]
 pub struct SandboxSettings {
+    /// The config section, for errors (`tools.bash`).
+    pub section: &'static str,
     pub mode: SandboxMode,
+    pub allow_network: bool,
     pub rlimit: RlimitSection,
     pub cgroup: CgroupSection,
     pub jail: JailSection,
 }
 
+/// What a `contain` command may write and may not read, from the config.
+#[derive(Debug, Clone, Default)]
+pub struct SandboxScope {
+    /// The managed root, when file storage is on.
+    pub read_write: Vec<PathBuf>,
+    /// The config file, the vault and its password file, the data folders and the log folder.
+    pub hidden: Vec<PathBuf>,
+}
+
+impl SandboxScope {
+    pub fn from_config(config: &Config, files: Option<&ManagedRoot>) -> Self {
+        let mut hidden = Vec::new();
+        let mut hide = |path: PathBuf| {
+            let path = std::path::absolute(&path).unwrap_or(path);
+            if !hidden.contains(&path) {
+                hidden.push(path);
+            }
+        };
+        hide(config.source.clone().unwrap_or_else(|| config.base_dir.join("config.toml")));
+        hide(config.resolve_path(&config.vault.path));
+        if !config.vault.password_file.is_empty() {
+            hide(config.resolve_path(&config.vault.password_file));
+        }
+        hide(config.resolve_path("logs"));
+        let base = std::path::absolute(&config.base_dir).unwrap_or_else(|_| config.base_dir.clone());
+        for url in database_urls(config) {
+            let Some(file) = minibot_config::sqlite_path_from_url(url) else { continue };
+            let file = config.resolve_path(&file);
+            match file.parent().map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())) {
+                // A folder of its own (MiniBot's `./data`) is hidden whole, with whatever the stores keep next
+                // to their databases; a database in the config folder (or above it) hides only its files.
+                Some(folder) if folder.starts_with(&base) && folder != base => hide(folder),
+                _ => {
+                    for suffix in ["", "-wal", "-shm", "-journal"] {
+                        let mut name = file.clone().into_os_string();
+                        name.push(suffix);
+                        hide(PathBuf::from(name));
+                    }
+                }
+            }
+        }
+        let read_write = files.map(|root| vec![root.path().to_path_buf()]).unwrap_or_default();
+        Self { read_write, hidden }
+    }
+}
+
+fn database_urls(config: &Config) -> Vec<&str> {
+    let mut urls = vec![
+        config.memory.sqlite_url.as_str(),
+        config.scheduler.prompts.sqlite_url.as_str(),
+        config.tasks.sqlite.sqlite_url.as_str(),
+    ];
+    if config.tools.kv_memory.enabled {
+        urls.push(config.tools.kv_memory.sqlite_url.as_str());
+    }
+    urls
+}
+
+/// The `contain` part of a plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Contain {
+    pub helper: minibot_sandbox::Helper,
+    pub policy: Policy,
+    pub layers: Vec<&'static str>,
+}
+
+/// The command as it is started: the program, its arguments and what the sandbox adds to its environment.
+#[derive(Debug, Clone)]
+pub struct Wrapped {
+    pub program: String,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+}
+
 /// What will wrap the command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AppliedSandbox {
-    pub requested: SandboxMode,
-    pub applied: SandboxMode,
-    /// Why the applied mode differs from the requested one.
-    pub note: Option<String>,
+    pub mode: SandboxMode,
     /// argv put before the command (systemd-run or the jail prefix).
     pub prefix: Vec<String>,
     pub rlimits: Option<Rlimits>,
+    pub contain: Option<Contain>,
 }
 
 impl AppliedSandbox {
-    fn plain(requested: SandboxMode, applied: SandboxMode, note: Option<String>) -> Self {
-        Self { requested, applied, note, prefix: Vec::new(), rlimits: None }
+    fn plain(mode: SandboxMode) -> Self {
+        Self { mode, prefix: Vec::new(), rlimits: None, contain: None }
     }
 
-    /// The program and arguments to run once the prefix is applied.
-    pub fn wrap(&self, program: String, args: Vec<String>) -> (String, Vec<String>) {
-        match self.prefix.split_first() {
-            None => (program, args),
+    /// The program, arguments and extra environment to run, given the call's private temp folder and any
+    /// folders the command also writes (python's run folder).
+    pub fn wrap(
+        &self,
+        program: String,
+        args: Vec<String>,
+        temp: &Path,
+        also_writable: &[&Path],
+    ) -> Result<Wrapped, String> {
+        if let Some(contain) = &self.contain {
+            let mut policy = contain.policy.clone();
+            policy.read_write.push(temp.to_path_buf());
+            policy.read_write.extend(also_writable.iter().map(|p| p.to_path_buf()));
+            let json = serde_json::to_string(&policy).map_err(|e| format!("cannot write the sandbox policy: {e}"))?;
+            let mut all = contain.helper.leading.clone();
+            all.extend([json, "--".to_string(), program]);
+            all.extend(args);
+            let env = vec![("TMPDIR".to_string(), temp.display().to_string())];
+            return Ok(Wrapped { program: contain.helper.program.display().to_string(), args: all, env });
+        }
+        Ok(match self.prefix.split_first() {
+            None => Wrapped { program, args, env: Vec::new() },
             Some((first, rest)) => {
                 let mut all: Vec<String> = rest.to_vec();
                 all.push(program);
                 all.extend(args);
-                (first.clone(), all)
+                Wrapped { program: first.clone(), args: all, env: Vec::new() }
             }
-        }
+        })
+    }
+
+    /// Whether the runner should ask the helper to end the command (and all it started) before killing it.
+    pub fn stops_gracefully(&self) -> bool {
+        self.contain.is_some()
     }
 
     pub fn describe(&self, out: &mut serde_json::Map<String, serde_json::Value>) {
-        out.insert("sandbox_mode".into(), self.applied.as_str().into());
-        if self.requested != self.applied {
-            out.insert("sandbox_requested".into(), self.requested.as_str().into());
-        }
-        if let Some(note) = &self.note {
-            out.insert("sandbox_note".into(), note.clone().into());
+        out.insert("sandbox_mode".into(), self.mode.as_str().into());
+        if let Some(contain) = &self.contain {
+            out.insert("sandbox_layers".into(), contain.layers.clone().into());
+            out.insert("sandbox_network".into(), contain.policy.network.into());
         }
     }
 }
 
+/// A mode this host cannot provide, with the key to change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("[{section}] sandbox_mode = \"{mode}\" cannot run here: {reason}")]
+pub struct SandboxUnavailable {
+    pub section: &'static str,
+    pub mode: &'static str,
+    pub reason: String,
+}
+
 const MIB: u64 = 1024 * 1024;
 
-/// Decides what the requested mode becomes on this host.
-pub async fn plan(settings: &SandboxSettings) -> AppliedSandbox {
-    let requested = settings.mode;
-    let fallback = |note: String| AppliedSandbox::plain(requested, SandboxMode::Basic, Some(note));
-    match requested {
-        SandboxMode::None | SandboxMode::Basic => AppliedSandbox::plain(requested, requested, None),
+/// What `settings` becomes on this host, or why it cannot be had.
+pub async fn plan(settings: &SandboxSettings, scope: &SandboxScope) -> Result<AppliedSandbox, SandboxUnavailable> {
+    let mode = settings.mode;
+    let unavailable = |reason: String| SandboxUnavailable { section: settings.section, mode: mode.as_str(), reason };
+    match mode {
+        SandboxMode::None | SandboxMode::Basic => Ok(AppliedSandbox::plain(mode)),
         SandboxMode::Rlimit => {
             if !settings.rlimit.enabled {
-                return fallback("sandbox_mode is rlimit but [rlimit] enabled = false; ran as basic".into());
+                return Err(unavailable(format!("[{}.rlimit] enabled = false", settings.section)));
             }
-            let r = &settings.rlimit;
-            let limits = Rlimits {
-                cpu_seconds: r.cpu_seconds,
-                memory_bytes: r.memory_mb.map(|mb| mb.saturating_mul(MIB)),
-                fsize_bytes: r.fsize_mb.map(|mb| mb.saturating_mul(MIB)),
-                nproc: r.nproc,
-                nofile: r.nofile,
-            };
-            AppliedSandbox { rlimits: Some(limits), ..AppliedSandbox::plain(requested, requested, None) }
+            Ok(AppliedSandbox { rlimits: Some(limits(&settings.rlimit)), ..AppliedSandbox::plain(mode) })
         }
         SandboxMode::Cgroup => {
             let c = &settings.cgroup;
             if !c.enabled {
-                return fallback("sandbox_mode is cgroup but [cgroup] enabled = false; ran as basic".into());
+                return Err(unavailable(format!("[{}.cgroup] enabled = false", settings.section)));
             }
             if c.driver != "systemd" {
-                return fallback(format!("cgroup driver `{}` is not supported (only systemd); ran as basic", c.driver));
+                return Err(unavailable(format!("cgroup driver `{}` is not supported (only systemd)", c.driver)));
             }
-            if let Err(reason) = systemd_run_usable().await {
-                return fallback(format!("cgroup sandbox unavailable: {reason}; ran as basic"));
-            }
+            systemd_run_usable().await.map_err(unavailable)?;
             let prefix = vec![
                 "systemd-run".into(),
                 "--user".into(),
@@ -104,21 +204,166 @@ pub async fn plan(settings: &SandboxSettings) -> AppliedSandbox {
                 "-p".into(),
                 format!("CPUQuota={}%", c.cpu_quota_percent),
             ];
-            AppliedSandbox { prefix, ..AppliedSandbox::plain(requested, requested, None) }
+            Ok(AppliedSandbox { prefix, ..AppliedSandbox::plain(mode) })
         }
         SandboxMode::Jail => {
             let j = &settings.jail;
             if !j.enabled {
-                return fallback("sandbox_mode is jail but [jail] enabled = false; ran as basic".into());
+                return Err(unavailable(format!("[{}.jail] enabled = false", settings.section)));
             }
             let Some(argv0) = j.command_prefix.first() else {
-                return fallback("sandbox_mode is jail but [jail] command_prefix is empty; ran as basic".into());
+                return Err(unavailable(format!("[{}.jail] command_prefix is empty", settings.section)));
             };
             if find_program(argv0).is_none() {
-                return fallback(format!("jail command `{argv0}` is not on PATH; ran as basic"));
+                return Err(unavailable(format!("jail command `{argv0}` is not on PATH")));
             }
-            AppliedSandbox { prefix: j.command_prefix.clone(), ..AppliedSandbox::plain(requested, requested, None) }
+            Ok(AppliedSandbox { prefix: j.command_prefix.clone(), ..AppliedSandbox::plain(mode) })
         }
+        SandboxMode::Contain => {
+            let (helper, capabilities) = contain_host().map_err(|reason| unavailable(reason.clone()))?;
+            let temp = temp_parent()
+                .map_err(|e| unavailable(format!("cannot make a folder for private temp folders: {e}")))?;
+            let mut hidden = scope.hidden.clone();
+            hidden.push(temp);
+            let policy = Policy {
+                read_write: scope.read_write.clone(),
+                hidden,
+                network: settings.allow_network,
+                namespaces: capabilities.namespaces_refused.is_none(),
+                limits: settings.rlimit.enabled.then(|| to_limits(&limits(&settings.rlimit))),
+            };
+            if let Some((hidden, folder)) = policy.conflict() {
+                return Err(unavailable(format!(
+                    "{} must stay unreadable, but it lies inside [tools.file_storage] root_dir ({}), which commands \
+                     may write: give root_dir a folder of its own",
+                    hidden.display(),
+                    folder.display()
+                )));
+            }
+            let layers = capabilities.layers(settings.allow_network);
+            Ok(AppliedSandbox { contain: Some(Contain { helper, policy, layers }), ..AppliedSandbox::plain(mode) })
+        }
+    }
+}
+
+/// Where the private temp folders of this process's contained calls are made. No command may read it, so
+/// one call cannot see into another's temp folder; each call is granted its own.
+fn temp_parent() -> std::io::Result<PathBuf> {
+    static PARENT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    PARENT
+        .get_or_init(|| {
+            let dir = std::env::temp_dir().join(format!("minibot-sandbox-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            dir.canonicalize().map_err(|e| format!("{}: {e}", dir.display()))
+        })
+        .clone()
+        .map_err(std::io::Error::other)
+}
+
+/// A private temp folder for one call (removed when dropped): inside [`temp_parent`] for `contain`, the
+/// system's temp folder otherwise.
+pub fn private_temp(applied: &AppliedSandbox, prefix: &str) -> std::io::Result<tempfile::TempDir> {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(prefix);
+    if applied.contain.is_some() { builder.tempdir_in(temp_parent()?) } else { builder.tempdir() }
+}
+
+/// The helper's own failure (it could not set the sandbox up, so the command never ran), as the tool's error.
+pub fn setup_failure(applied: &AppliedSandbox, output: &super::runner::RunOutput) -> Option<minibot_agent::ToolError> {
+    applied.contain.as_ref()?;
+    if output.exit_code != Some(minibot_sandbox::SETUP_FAILED_EXIT) {
+        return None;
+    }
+    let line = output.stderr.lines().find(|l| l.starts_with(minibot_sandbox::SETUP_FAILED_PREFIX))?;
+    Some(minibot_agent::ToolError::respond("sandbox_failed", format!("the command did not run: {line}")))
+}
+
+/// The modes of every enabled execution tool, planned once at start-up: the first that cannot run here.
+pub async fn check(config: &Config, files: Option<&ManagedRoot>) -> Result<(), SandboxUnavailable> {
+    let scope = SandboxScope::from_config(config, files);
+    let tools = &config.tools;
+    if tools.bash.enabled {
+        plan(&bash_settings(&tools.bash), &scope).await?;
+    }
+    if tools.python_exec.enabled {
+        plan(&python_settings(&tools.python_exec), &scope).await?;
+    }
+    Ok(())
+}
+
+pub fn bash_settings(section: &minibot_config::BashSection) -> SandboxSettings {
+    SandboxSettings {
+        section: "tools.bash",
+        mode: section.sandbox_mode,
+        allow_network: section.allow_network,
+        rlimit: section.rlimit.clone(),
+        cgroup: section.cgroup.clone(),
+        jail: section.jail.clone(),
+    }
+}
+
+pub fn python_settings(section: &minibot_config::PythonExecSection) -> SandboxSettings {
+    SandboxSettings {
+        section: "tools.python_exec",
+        mode: section.sandbox_mode,
+        allow_network: section.allow_network,
+        rlimit: section.rlimit.clone(),
+        cgroup: section.cgroup.clone(),
+        jail: section.jail.clone(),
+    }
+}
+
+fn limits(r: &RlimitSection) -> Rlimits {
+    Rlimits {
+        cpu_seconds: r.cpu_seconds,
+        memory_bytes: r.memory_mb.map(|mb| mb.saturating_mul(MIB)),
+        fsize_bytes: r.fsize_mb.map(|mb| mb.saturating_mul(MIB)),
+        nproc: r.nproc,
+        nofile: r.nofile,
+    }
+}
+
+fn to_limits(r: &Rlimits) -> Limits {
+    Limits {
+        cpu_seconds: r.cpu_seconds,
+        memory_bytes: r.memory_bytes,
+        fsize_bytes: r.fsize_bytes,
+        nproc: r.nproc,
+        nofile: r.nofile,
+    }
+}
+
+/// The helper and what this host lets it do.
+type ContainHost = (minibot_sandbox::Helper, Capabilities);
+
+/// The helper and what this host lets it do, found once per process.
+fn contain_host() -> Result<ContainHost, String> {
+    static HOST: OnceLock<Result<ContainHost, String>> = OnceLock::new();
+    HOST.get_or_init(|| {
+        let helper = minibot_sandbox::helper().ok_or_else(|| {
+            format!(
+                "the `{}` helper is not installed next to this program (or set {})",
+                minibot_sandbox::locate::HELPER_NAME,
+                minibot_sandbox::locate::HELPER_ENV
+            )
+        })?;
+        let capabilities = minibot_sandbox::probe(&helper)?;
+        if let Some(missing) = capabilities.missing() {
+            return Err(missing);
+        }
+        hide_this_process();
+        Ok((helper, capabilities))
+    })
+    .clone()
+}
+
+/// The assistant's own memory and environment (its API keys) are not for the commands it runs: a process
+/// that is not dumpable can only be read by one holding CAP_SYS_PTRACE, which the helper drops.
+#[allow(unsafe_code)]
+fn hide_this_process() {
+    // SAFETY: PR_SET_DUMPABLE takes its value by value and touches no memory of ours.
+    unsafe {
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
     }
 }
 
@@ -141,7 +386,7 @@ fn is_executable(path: &Path) -> bool {
 /// often lack although the binary is installed; a trial run is the only reliable check. Cached for the
 /// process lifetime.
 async fn systemd_run_usable() -> Result<(), String> {
-    static PROBE: OnceCell<Result<(), String>> = OnceCell::const_new();
+    static PROBE: tokio::sync::OnceCell<Result<(), String>> = tokio::sync::OnceCell::const_new();
     PROBE
         .get_or_init(|| async {
             if find_program("systemd-run").is_none() {

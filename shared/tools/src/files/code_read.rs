@@ -1,7 +1,8 @@
-use super::{ManagedRoot, io_error, not_found};
+use super::{ManagedRoot, io_error, open_file};
 use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::io::Read;
 use std::sync::Arc;
 
 const DEFAULT_LIMIT: u64 = 200;
@@ -56,18 +57,17 @@ impl Tool for CodeRead {
             .filter(|l| *l >= 1)
             .ok_or_else(|| ToolError::invalid_arguments("limit must be at least 1"))?
             .min(MAX_LIMIT);
-        let path = self.root.resolve_required(&args.path)?;
-        if !path.absolute.is_file() {
-            return Err(not_found(&path));
-        }
-        let size = std::fs::metadata(&path.absolute).map(|m| m.len()).unwrap_or(0);
+        let (path, file, meta) = open_file(&self.root, &args.path)?;
+        let size = meta.len();
         if size > MAX_FILE_BYTES {
             return Err(ToolError::respond(
                 "file_too_large",
                 format!("{} is {size} bytes; use grep to find the lines you need", path.display()),
             ));
         }
-        let bytes = std::fs::read(&path.absolute).map_err(|e| io_error("read", &path, &e))?;
+        let mut bytes = Vec::new();
+        // Capped by the limit, not by the size read a moment ago: the file may grow in between.
+        file.take(MAX_FILE_BYTES).read_to_end(&mut bytes).map_err(|e| io_error("read", &path, &e))?;
         let text = String::from_utf8(bytes)
             .map_err(|_| ToolError::respond("not_utf8", format!("{} is not UTF-8 text", path.display())))?;
         let lines: Vec<&str> = text.lines().collect();

@@ -1,8 +1,7 @@
-use super::{ManagedRoot, ProtectedPaths, io_error, result};
+use super::{ManagedRoot, ProtectedPaths, count_entries, io_error, result};
 use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::path::Path;
 use std::sync::Arc;
 
 pub struct DeleteFile {
@@ -74,7 +73,12 @@ impl Tool for DeleteFile {
         let mut out = result("delete", &path);
         out.insert("target".into(), json!(target_name));
         out.insert("recursive".into(), json!(recursive));
-        let Ok(meta) = path.absolute.symlink_metadata() else {
+        let meta = match self.root.symlink_metadata(&path) {
+            Ok(meta) => Some(meta),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
+            Err(err) => return Err(io_error("delete", &path, &err)),
+        };
+        let Some(meta) = meta else {
             out.insert("ok".into(), json!(true));
             out.insert("deleted".into(), json!(false));
             out.insert("deleted_count".into(), json!(0));
@@ -93,17 +97,17 @@ impl Tool for DeleteFile {
         let shown = json!({ "path": args.path, "target": target_name, "recursive": recursive });
         self.protected.guard(ctx, "delete_file", &shown, "deletes", &[&path.absolute]).await?;
         let deleted_count = if is_dir {
-            let count = count_entries(&path.absolute);
+            let count = self.root.open_dir(&path).map_or(0, |dir| count_entries(&dir));
             if count > 0 && !recursive {
                 return Err(ToolError::respond(
                     "folder_not_empty",
                     format!("{} is not empty ({count} entries); pass recursive=true to delete it", path.display()),
                 ));
             }
-            std::fs::remove_dir_all(&path.absolute).map_err(|e| io_error("delete", &path, &e))?;
+            self.root.remove_dir_all(&path).map_err(|e| io_error("delete", &path, &e))?;
             count + 1
         } else {
-            std::fs::remove_file(&path.absolute).map_err(|e| io_error("delete", &path, &e))?;
+            self.root.remove_file(&path).map_err(|e| io_error("delete", &path, &e))?;
             1
         };
         out.insert("ok".into(), json!(true));
@@ -113,18 +117,4 @@ impl Tool for DeleteFile {
         out.insert("message".into(), json!(format!("deleted {target_type} {}", path.display())));
         Ok(Value::Object(out))
     }
-}
-
-/// Entries below a folder, not following links.
-fn count_entries(dir: &Path) -> u64 {
-    let Ok(reader) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    reader
-        .flatten()
-        .map(|entry| match entry.file_type() {
-            Ok(kind) if kind.is_dir() => 1 + count_entries(&entry.path()),
-            _ => 1,
-        })
-        .sum()
 }

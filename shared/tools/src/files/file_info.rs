@@ -1,4 +1,4 @@
-use super::{ManagedRoot, PathArgs, io_error, mime_for, not_found, result, timestamp};
+use super::{ManagedRoot, PathArgs, io_error, mime_for, result, timestamp};
 use minibot_agent::{Tool, ToolContext, ToolResult};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -22,10 +22,7 @@ impl Tool for FileInfo {
 
     async fn call(&self, args: PathArgs, _ctx: &ToolContext) -> ToolResult {
         let path = self.root.resolve_required(&args.path)?;
-        if !path.absolute.exists() {
-            return Err(not_found(&path));
-        }
-        let meta = std::fs::metadata(&path.absolute).map_err(|e| io_error("inspect", &path, &e))?;
+        let meta = self.root.metadata(&path).map_err(|e| io_error("inspect", &path, &e))?;
         let mime = if meta.is_dir() { "inode/directory".to_string() } else { mime_for(&path.absolute) };
         let mut out = result("info", &path);
         out.insert("ok".into(), json!(true));
@@ -35,7 +32,7 @@ impl Tool for FileInfo {
         out.insert("is_image".into(), json!(mime.starts_with("image/")));
         out.insert("mime".into(), json!(mime));
         out.insert("size_bytes".into(), json!(meta.len()));
-        out.insert("modified_at".into(), json!(timestamp(meta.modified())));
+        out.insert("modified_at".into(), json!(timestamp(meta.modified().map(|t| t.into_std()))));
         Ok(Value::Object(out))
     }
 }

@@ -1,8 +1,10 @@
-use super::{ManagedRoot, result, timestamp};
+use super::{Found, ManagedRoot, WalkOptions, io_error, result, timestamp, walk_files};
 use globset::{GlobBuilder, GlobSetBuilder};
 use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::io::ErrorKind;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 const DEFAULT_LIMIT: u64 = 200;
@@ -57,9 +59,15 @@ impl Tool for GlobFiles {
             return Err(ToolError::invalid_arguments("pattern must be relative and must not contain `..`"));
         }
         let folder = self.root.resolve(args.folder.as_deref().unwrap_or(""))?;
-        if !folder.absolute.is_dir() {
-            return Err(ToolError::respond("folder_not_found", format!("folder not found: {}", folder.display())));
-        }
+        // The walk starts from the folder the handle opened and opens every subfolder from its parent without
+        // following links, so a folder swapped for a link mid-walk is skipped, not walked.
+        let dir = match self.root.open_dir(&folder) {
+            Ok(dir) => dir,
+            Err(err) if matches!(err.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+                return Err(ToolError::respond("folder_not_found", format!("folder not found: {}", folder.display())));
+            }
+            Err(err) => return Err(io_error("list", &folder, &err)),
+        };
         // Python's rglob matches the pattern at any depth, so a bare `*.txt` also matches `a/b/c.txt`.
         let mut set = GlobSetBuilder::new();
         for candidate in [pattern.to_string(), format!("**/{pattern}")] {
@@ -70,40 +78,27 @@ impl Tool for GlobFiles {
             set.add(glob);
         }
         let set = set.build().map_err(|e| ToolError::invalid_arguments(format!("invalid glob pattern: {e}")))?;
-        let walker = ignore::WalkBuilder::new(&folder.absolute)
-            .standard_filters(false)
-            .follow_links(false)
-            .sort_by_file_path(|a, b| a.cmp(b))
-            .build();
         let mut entries = Vec::new();
         let mut truncated = false;
-        for entry in walker.flatten() {
-            if !entry.file_type().is_some_and(|t| t.is_file()) {
-                continue;
-            }
-            let Ok(rel) = entry.path().strip_prefix(&folder.absolute) else {
-                continue;
-            };
-            if !set.is_match(rel) {
-                continue;
+        let options = WalkOptions { include_hidden: true, max_depth: None };
+        let _ = walk_files(&dir, options, &mut |found: Found<'_>| {
+            if !set.is_match(found.relative) {
+                return ControlFlow::Continue(());
             }
             if entries.len() >= limit {
                 truncated = true;
-                break;
+                return ControlFlow::Break(());
             }
-            let meta = entry.metadata().ok();
-            let shown = match entry.path().strip_prefix(self.root.path()) {
-                Ok(inside) => inside.to_string_lossy().into_owned(),
-                Err(_) => entry.path().display().to_string(),
-            };
+            let shown = folder.child(&found.relative.to_string_lossy()).display();
             entries.push(json!({
-                "name": entry.file_name().to_string_lossy(),
+                "name": found.name.to_string_lossy(),
                 "path": shown,
                 "is_dir": false,
-                "size_bytes": meta.as_ref().map(|m| m.len()),
-                "modified_at": meta.and_then(|m| timestamp(m.modified())),
+                "size_bytes": found.metadata.len(),
+                "modified_at": timestamp(found.metadata.modified().map(|t| t.into_std())),
             }));
-        }
+            ControlFlow::Continue(())
+        });
         let mut out = result("glob", &folder);
         out.insert("root_dir".into(), json!(self.root.path().display().to_string()));
         out.insert("folder".into(), json!(folder.display()));

@@ -2,6 +2,7 @@ use super::{ManagedRoot, io_error, result, timestamp};
 use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::io::ErrorKind;
 use std::sync::Arc;
 
 /// Entries beyond this are left out, so a huge folder cannot flood the context.
@@ -40,37 +41,39 @@ impl Tool for ListFiles {
 
     async fn call(&self, args: Args, _ctx: &ToolContext) -> ToolResult {
         let folder = self.root.resolve(args.folder.as_deref().unwrap_or(""))?;
-        if !folder.absolute.is_dir() {
-            return Err(ToolError::respond(
-                "folder_not_found",
-                format!("folder not found: {}. Use list_files without a folder to see the root.", folder.display()),
-            ));
-        }
+        // The listing reads the folder the handle opened, so a folder swapped for a link after the check is
+        // refused, not listed.
+        let dir = match self.root.open_dir(&folder) {
+            Ok(dir) => dir,
+            Err(err) if matches!(err.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+                return Err(ToolError::respond(
+                    "folder_not_found",
+                    format!("folder not found: {}. Use list_files without a folder to see the root.", folder.display()),
+                ));
+            }
+            Err(err) => return Err(io_error("list", &folder, &err)),
+        };
         let mut entries = Vec::new();
         let mut truncated = false;
-        let reader = std::fs::read_dir(&folder.absolute).map_err(|e| io_error("list", &folder, &e))?;
+        let reader = dir.entries().map_err(|e| io_error("list", &folder, &e))?;
         for entry in reader.flatten() {
             if entries.len() >= MAX_ENTRIES {
                 truncated = true;
                 break;
             }
             let name = entry.file_name().to_string_lossy().into_owned();
-            // symlink_metadata: report a link as what it is, not what it points to, so listing never follows
-            // a link out of the root.
-            let Ok(meta) = entry.path().symlink_metadata() else {
+            // The entry's own metadata: a link is reported as what it is, not what it points to, so listing
+            // never follows a link out of the root.
+            let Ok(meta) = entry.metadata() else {
                 continue;
             };
-            let path = match &folder.relative {
-                Some(rel) if rel != "." => format!("{rel}/{name}"),
-                Some(_) => name.clone(),
-                None => entry.path().display().to_string(),
-            };
+            let path = folder.child(&name).display();
             entries.push(json!({
                 "name": name,
                 "path": path,
                 "is_dir": meta.is_dir(),
                 "size_bytes": if meta.is_file() { Some(meta.len()) } else { None },
-                "modified_at": timestamp(meta.modified()),
+                "modified_at": timestamp(meta.modified().map(|t| t.into_std())),
             }));
         }
         entries.sort_by_key(|e| e["name"].as_str().unwrap_or_default().to_lowercase());

@@ -1,7 +1,9 @@
 //! Managed files: tools that list, read, write, move, delete and deliver files under `[tools.file_storage]
-//! root_dir`. Every path goes through [`ManagedRoot::resolve`] (see `root.rs`) before it touches the disk.
+//! root_dir`. Every path goes through [`ManagedRoot::resolve`] (see `root.rs`) and is then opened, written or
+//! listed through the root's directory handle (see `confined.rs`), never as a path string.
 
 mod code_read;
+mod confined;
 mod delete_file;
 mod file_info;
 mod glob_files;
@@ -12,6 +14,7 @@ mod read_file;
 mod root;
 mod self_insert_artifact;
 mod send_file;
+mod walk;
 mod write_file;
 
 pub use code_read::CodeRead;
@@ -22,9 +25,10 @@ pub use list_files::ListFiles;
 pub use move_file::MoveFile;
 pub use protected::ProtectedPaths;
 pub use read_file::ReadFile;
-pub use root::{ManagedPath, ManagedRoot, PathError};
+pub use root::{ManagedPath, ManagedRoot, PathError, is_escape};
 pub use self_insert_artifact::SelfInsertArtifact;
 pub use send_file::SendFile;
+pub(crate) use walk::{Found, WalkOptions, count_entries, open_regular, walk_files};
 pub use write_file::WriteFile;
 
 use crate::ToolServices;
@@ -82,13 +86,30 @@ impl PathArgs {
 /// `not_a_file` for a folder.
 pub(crate) fn existing_file(root: &ManagedRoot, written: &str) -> Result<ManagedPath, ToolError> {
     let path = root.resolve_required(written)?;
-    if !path.absolute.exists() {
-        return Err(not_found(&path));
-    }
-    if !path.absolute.is_file() {
-        return Err(ToolError::respond("not_a_file", format!("{} is not a file", path.display())));
+    let meta = root.metadata(&path).map_err(|e| io_error("inspect", &path, &e))?;
+    if !meta.is_file() {
+        return Err(not_a_file(&path));
     }
     Ok(path)
+}
+
+/// Resolves and opens a file for reading through the root's handle; what was opened (not what the path named
+/// a moment before) must be a regular file.
+pub(crate) fn open_file(
+    root: &ManagedRoot,
+    written: &str,
+) -> Result<(ManagedPath, std::fs::File, std::fs::Metadata), ToolError> {
+    let path = root.resolve_required(written)?;
+    let file = root.open_read(&path).map_err(|e| io_error("read", &path, &e))?;
+    let meta = file.metadata().map_err(|e| io_error("read", &path, &e))?;
+    if !meta.is_file() {
+        return Err(not_a_file(&path));
+    }
+    Ok((path, file, meta))
+}
+
+fn not_a_file(path: &ManagedPath) -> ToolError {
+    ToolError::respond("not_a_file", format!("{} is not a file", path.display()))
 }
 
 /// The error for a path that does not exist. It tells the model not to repeat the call, since the same path
@@ -103,7 +124,12 @@ pub(crate) fn not_found(path: &ManagedPath) -> ToolError {
     )
 }
 
+/// The error for a failed file operation. The root's handle refusing to leave the root is the same refusal
+/// [`ManagedRoot::resolve`] gives, so the model sees one code for it however late it was caught.
 pub(crate) fn io_error(action: &str, path: &ManagedPath, err: &std::io::Error) -> ToolError {
+    if is_escape(err) {
+        return PathError::Escapes.into();
+    }
     if err.kind() == std::io::ErrorKind::NotFound {
         return not_found(path);
     }
@@ -131,7 +157,8 @@ pub(crate) fn mime_for(path: &std::path::Path) -> String {
 }
 
 /// Saves a large output under `<root>/<subdir>/<prefix>XXXXXX<suffix>` and returns where it went. The subdir
-/// comes from config but still goes through the root check, so a bad config cannot write elsewhere.
+/// comes from config but still goes through the root check and the root's handle, so a bad config (or a
+/// folder swapped for a link) cannot write elsewhere.
 pub(crate) fn write_spill(
     root: &ManagedRoot,
     subdir: &str,
@@ -140,13 +167,34 @@ pub(crate) fn write_spill(
     bytes: &[u8],
 ) -> std::io::Result<ManagedPath> {
     let folder = root.resolve(subdir).map_err(|e| std::io::Error::other(e.to_string()))?;
-    std::fs::create_dir_all(&folder.absolute)?;
-    let file = tempfile::Builder::new().prefix(prefix).suffix(suffix).rand_bytes(6).tempfile_in(&folder.absolute)?;
-    std::fs::write(file.path(), bytes)?;
-    let (_, path) = file.keep().map_err(|e| e.error)?;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let relative = folder.relative.map(|rel| if rel == "." { name.clone() } else { format!("{rel}/{name}") });
-    Ok(ManagedPath { absolute: path, relative })
+    root.create_dir_all(&folder)?;
+    for _ in 0..100 {
+        let name = format!("{prefix}{}{suffix}", random_tag(6));
+        let path = folder.child(&name);
+        // Private, as the temporary files they used to be were: spilled output may hold anything.
+        match root.create_new_with_mode(&path, bytes, 0o600) {
+            Ok(()) => return Ok(path),
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(err) => return Err(err),
+        }
+    }
+    Err(std::io::Error::new(std::io::ErrorKind::AlreadyExists, "no free spill file name"))
+}
+
+/// `len` letters and digits, different on every call (not for secrets: only to make names unlikely to clash).
+fn random_tag(len: usize) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
+    let mut value = hasher.finish();
+    (0..len)
+        .map(|_| {
+            let c = ALPHABET[(value % ALPHABET.len() as u64) as usize];
+            value /= ALPHABET.len() as u64;
+            char::from(c)
+        })
+        .collect()
 }
 
 /// The first eight hex digits of the SHA-256 of `bytes`, used to make spill names recognisable.

@@ -52,8 +52,12 @@ impl Tool for MoveFile {
         let source = self.root.resolve_entry(&args.source_path)?;
         let destination = self.root.resolve_entry(&args.destination_path)?;
         let overwrite = args.overwrite.unwrap_or(false);
-        if source.absolute.symlink_metadata().is_err() {
-            return Err(not_found(&source));
+        if let Err(err) = self.root.symlink_metadata(&source) {
+            return Err(if err.kind() == std::io::ErrorKind::NotFound {
+                not_found(&source)
+            } else {
+                io_error("move", &source, &err)
+            });
         }
         if source.absolute == self.root.path() {
             return Err(ToolError::respond("invalid_path", "the managed root itself cannot be moved"));
@@ -61,14 +65,14 @@ impl Tool for MoveFile {
         if destination.absolute.starts_with(&source.absolute) {
             return Err(ToolError::respond("invalid_path", "cannot move a folder into itself"));
         }
-        if destination.absolute.symlink_metadata().is_ok() {
+        if self.root.symlink_metadata(&destination).is_ok() {
             if !overwrite {
                 return Err(ToolError::respond(
                     "file_exists",
                     format!("{} already exists; pass overwrite=true to replace it", destination.display()),
                 ));
             }
-            if destination.absolute.is_dir() {
+            if self.root.metadata(&destination).is_ok_and(|meta| meta.is_dir()) {
                 return Err(ToolError::respond(
                     "not_a_file",
                     format!("{} is a folder and cannot be overwritten", destination.display()),
@@ -80,10 +84,8 @@ impl Tool for MoveFile {
         });
         let targets = [source.absolute.as_path(), destination.absolute.as_path()];
         self.protected.guard(ctx, "move_file", &shown, "moves or replaces", &targets).await?;
-        if let Some(parent) = destination.absolute.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| io_error("create the folder for", &destination, &e))?;
-        }
-        std::fs::rename(&source.absolute, &destination.absolute).map_err(|e| io_error("move", &source, &e))?;
+        self.root.create_parent(&destination).map_err(|e| io_error("create the folder for", &destination, &e))?;
+        self.root.rename(&source, &destination).map_err(|e| io_error("move", &source, &e))?;
         let mut out = Map::new();
         out.insert("action".into(), json!("move"));
         out.insert("ok".into(), json!(true));

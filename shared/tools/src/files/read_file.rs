@@ -1,4 +1,4 @@
-use super::{ManagedRoot, PathArgs, existing_file, io_error, result};
+use super::{ManagedRoot, PathArgs, io_error, open_file, result};
 use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
 use serde_json::{Value, json};
 use std::io::Read;
@@ -28,9 +28,8 @@ impl Tool for ReadFile {
     }
 
     async fn call(&self, args: PathArgs, _ctx: &ToolContext) -> ToolResult {
-        let path = existing_file(&self.root, &args.path)?;
-        let file = std::fs::File::open(&path.absolute).map_err(|e| io_error("read", &path, &e))?;
-        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let (path, file, meta) = open_file(&self.root, &args.path)?;
+        let size = meta.len();
         let mut bytes = Vec::new();
         file.take(MAX_READ_BYTES).read_to_end(&mut bytes).map_err(|e| io_error("read", &path, &e))?;
         let truncated = size > MAX_READ_BYTES;

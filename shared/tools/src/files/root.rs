@@ -1,16 +1,21 @@
 //! Path confinement for the managed-file root. Every tool that touches managed files resolves the path the
 //! model wrote through [`ManagedRoot::resolve`], which refuses anything that would land outside the root
-//! unless `allow_outside_root` is on.
+//! unless `allow_outside_root` is on, and then acts on it through the root's directory handle (see
+//! `confined.rs`), never by opening the checked path string.
 //!
 //! The check is done twice on purpose: once lexically (so `a/../../x` is refused even when `a` does not exist)
 //! and once on the real file system, by canonicalising the deepest existing ancestor, so a symlink inside the
-//! root that points elsewhere cannot be used as a door. Characters that only *look* like `/` or `.` are
-//! refused too: on Linux they are ordinary file-name characters, but a model (or a prompt injection) that
-//! writes `．．∕etc` means to escape, and silently creating a file with that name would hide the attempt.
+//! root that points elsewhere is refused with a clear message. Neither check is what keeps a file operation
+//! inside: another process can swap a folder for a link between the check and the open. The handle does that.
+//! Characters that only *look* like `/` or `.` are refused too: on Linux they are ordinary file-name
+//! characters, but a model (or a prompt injection) that writes `．．∕etc` means to escape, and silently
+//! creating a file with that name would hide the attempt.
 
+use cap_std::fs::Dir;
 use minibot_agent::ToolError;
 use serde_json::{Map, Value, json};
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, PoisonError, RwLock};
 
 /// Longest accepted path, in bytes (Linux `PATH_MAX`).
 const MAX_PATH_BYTES: usize = 4096;
@@ -66,10 +71,13 @@ impl From<PathError> for ToolError {
     }
 }
 
-/// The managed-file root: a canonical folder and the rule for paths outside it.
+/// The managed-file root: a canonical folder, a handle on it that every operation inside goes through, and the
+/// rule for paths outside it.
 #[derive(Debug, Clone)]
 pub struct ManagedRoot {
     root: PathBuf,
+    /// Shared by clones, so one that reopens the handle (see [`ManagedRoot::handle`]) reopens it for all.
+    dir: Arc<RwLock<Arc<Dir>>>,
     allow_outside_root: bool,
 }
 
@@ -91,6 +99,13 @@ impl ManagedPath {
         self.relative.clone().unwrap_or_else(|| self.absolute.display().to_string())
     }
 
+    /// The entry `name` in this folder.
+    pub fn child(&self, name: &str) -> ManagedPath {
+        let relative =
+            self.relative.as_ref().map(|rel| if rel == "." { name.to_string() } else { format!("{rel}/{name}") });
+        ManagedPath { absolute: self.absolute.join(name), relative }
+    }
+
     /// The `path_relative` / `path_absolute` / `path_scope` fields every file result carries, with an optional
     /// prefix (`source_` / `destination_` for moves).
     pub fn describe_into(&self, out: &mut Map<String, Value>, prefix: &str) {
@@ -102,10 +117,51 @@ impl ManagedPath {
 }
 
 impl ManagedRoot {
-    /// Creates the root folder if needed and pins its canonical location.
+    /// Creates the root folder if needed, pins its canonical location and opens the handle every later
+    /// operation inside it resolves from.
     pub fn create(root: &Path, allow_outside_root: bool) -> std::io::Result<Self> {
         std::fs::create_dir_all(root)?;
-        Ok(Self { root: root.canonicalize()?, allow_outside_root })
+        let root = root.canonicalize()?;
+        let dir = Dir::open_ambient_dir(&root, cap_std::ambient_authority())?;
+        Ok(Self { root, dir: Arc::new(RwLock::new(Arc::new(dir))), allow_outside_root })
+    }
+
+    /// The handle every operation inside the root resolves from. If the folder at the root's path is no longer
+    /// the one the handle holds (it was deleted, or moved away and made again), the handle is reopened, so
+    /// files land where users look, not in a deleted folder; a missing root is made again, as it is at start.
+    /// The root's path is opened without following a link at its end: a link put in the root's place is
+    /// refused, not followed.
+    pub(super) fn handle(&self) -> std::io::Result<Arc<Dir>> {
+        use cap_std::fs::MetadataExt as _;
+        use std::os::unix::fs::MetadataExt as _;
+        let held = Arc::clone(&self.dir.read().unwrap_or_else(PoisonError::into_inner));
+        let on_disk = match std::fs::symlink_metadata(&self.root) {
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir_all(&self.root)?;
+                std::fs::symlink_metadata(&self.root)?
+            }
+            other => other?,
+        };
+        let current = held.dir_metadata()?;
+        if (current.dev(), current.ino()) == (on_disk.dev(), on_disk.ino()) {
+            return Ok(held);
+        }
+        if !on_disk.is_dir() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                "the managed root was replaced by something that is not a folder",
+            ));
+        }
+        let file = {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+                .open(&self.root)?
+        };
+        let fresh = Arc::new(Dir::from_std_file(file));
+        *self.dir.write().unwrap_or_else(PoisonError::into_inner) = Arc::clone(&fresh);
+        Ok(fresh)
     }
 
     pub fn path(&self) -> &Path {
@@ -168,6 +224,13 @@ impl ManagedRoot {
         });
         Ok(ManagedPath { absolute: parent.absolute.join(name), relative })
     }
+}
+
+/// Whether an I/O error is the root handle refusing a resolution that would leave it (through `..`, an
+/// absolute link, or a link swapped in after the path was checked). cap-std reports that as a
+/// permission error of its own, with no OS error number; a real `EACCES` carries one.
+pub fn is_escape(err: &std::io::Error) -> bool {
+    err.kind() == std::io::ErrorKind::PermissionDenied && err.raw_os_error().is_none()
 }
 
 fn check_text(written: &str) -> Result<(), PathError> {

@@ -14,6 +14,9 @@ use serde_json::{Value, json};
 use std::io::Read;
 use std::sync::Arc;
 
+/// Opens the file through the root's handle (each check reads it from the start).
+type Open<'a> = &'a dyn Fn() -> std::io::Result<std::fs::File>;
+
 /// The image types OpenAI-compatible vision inputs take.
 const IMAGE_TYPES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];
 
@@ -86,9 +89,12 @@ impl Tool for SelfInsertArtifact {
         let path = existing_file(&self.root, &args.path)?;
         let shown = path.display();
         let mime = args.mime.unwrap_or_else(|| mime_for(&path.absolute));
-        let size = std::fs::metadata(&path.absolute)
+        let size = self
+            .root
+            .metadata(&path)
             .map(|m| m.len())
             .map_err(|e| ToolError::respond("file_io_error", format!("cannot read {shown}: {e}")))?;
+        let open = || self.root.open_read(&path);
         let filename = args
             .filename
             .or_else(|| path.absolute.file_name().map(|n| n.to_string_lossy().into_owned()))
@@ -96,13 +102,13 @@ impl Tool for SelfInsertArtifact {
         // An image's type comes from its bytes, not from the model's `mime` or the file name: a provider
         // refuses a data URL whose content does not match, and the refused part would stay in the run.
         let mime = match args.kind {
-            Kind::Image => sniff_image(&path.absolute).map_or(mime, str::to_string),
+            Kind::Image => sniff_image(&open).map_or(mime, str::to_string),
             Kind::File => mime,
         };
         let truncated = match args.kind {
             Kind::Image => {
                 check_image(&shown, &mime, size)?;
-                if sniff_image(&path.absolute).is_none() {
+                if sniff_image(&open).is_none() {
                     return Err(ToolError::respond(
                         "not_an_image",
                         format!("{shown} does not hold a PNG, JPEG, GIF or WebP image; insert it with as=\"file\""),
@@ -110,7 +116,7 @@ impl Tool for SelfInsertArtifact {
                 }
                 false
             }
-            Kind::File => check_text(&path.absolute, &shown, &mime)?,
+            Kind::File => check_text(&open, &shown, &mime)?,
         };
         let absolute = path.absolute.display().to_string();
         let kind = if args.kind == Kind::Image { "image" } else { "file" };
@@ -166,9 +172,9 @@ fn check_image(shown: &str, mime: &str, size: u64) -> Result<(), ToolError> {
 }
 
 /// Checks that the part that will be inserted is UTF-8 text; returns whether the file is longer than that.
-fn check_text(absolute: &std::path::Path, shown: &str, mime: &str) -> Result<bool, ToolError> {
+fn check_text(open: Open<'_>, shown: &str, mime: &str) -> Result<bool, ToolError> {
     let read_error = |e: std::io::Error| ToolError::respond("file_io_error", format!("cannot read {shown}: {e}"));
-    let file = std::fs::File::open(absolute).map_err(read_error)?;
+    let file = open().map_err(read_error)?;
     let mut head = Vec::with_capacity(MAX_TEXT_BYTES + 1);
     file.take(MAX_TEXT_BYTES as u64 + 1).read_to_end(&mut head).map_err(read_error)?;
     let truncated = head.len() > MAX_TEXT_BYTES;
@@ -189,10 +195,9 @@ fn check_text(absolute: &std::path::Path, shown: &str, mime: &str) -> Result<boo
 }
 
 /// The image type the file's first bytes show, among those models take.
-fn sniff_image(path: &std::path::Path) -> Option<&'static str> {
-    use std::io::Read;
+fn sniff_image(open: Open<'_>) -> Option<&'static str> {
     let mut head = [0u8; 12];
-    let mut file = std::fs::File::open(path).ok()?;
+    let mut file = open().ok()?;
     let read = file.read(&mut head).ok()?;
     let head = &head[..read];
     if head.starts_with(b"\x89PNG\r\n\x1a\n") {

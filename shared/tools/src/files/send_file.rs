@@ -70,7 +70,7 @@ impl Tool for SendFile {
         out.insert("channel".into(), json!(ctx.channel));
         out.insert("chat_id".into(), json!(ctx.chat_id));
         out.insert("mime".into(), json!(mime_for(&path.absolute)));
-        out.insert("size_bytes".into(), json!(std::fs::metadata(&path.absolute).map(|m| m.len()).ok()));
+        out.insert("size_bytes".into(), json!(self.root.metadata(&path).map(|m| m.len()).ok()));
         out.insert("sent".into(), json!(true));
         out.insert(
             "directive".into(),

@@ -2,8 +2,6 @@ use super::{ManagedRoot, ProtectedPaths, io_error, result};
 use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::sync::Arc;
 
 pub struct WriteFile {
@@ -67,10 +65,15 @@ impl Tool for WriteFile {
                 format!("content is {size} bytes; the limit is {} bytes", self.max_write_bytes),
             ));
         }
-        if path.absolute.is_dir() {
+        let existing = match self.root.metadata(&path) {
+            Ok(meta) => Some(meta),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
+            Err(err) => return Err(io_error("write", &path, &err)),
+        };
+        if existing.as_ref().is_some_and(|meta| meta.is_dir()) {
             return Err(ToolError::respond("not_a_file", format!("{} is a folder", path.display())));
         }
-        if path.absolute.exists() && !overwrite {
+        if existing.is_some() && !overwrite {
             return Err(ToolError::respond(
                 "file_exists",
                 format!("{} already exists; pass overwrite=true to replace it", path.display()),
@@ -78,21 +81,16 @@ impl Tool for WriteFile {
         }
         let shown = json!({ "path": args.path, "overwrite": overwrite, "content": args.content });
         self.protected.guard(ctx, "write_file", &shown, "writes", &[&path.absolute]).await?;
-        if let Some(parent) = path.absolute.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| io_error("create the folder for", &path, &e))?;
-        }
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).truncate(true);
-        if overwrite {
-            options.create(true);
+        self.root.create_parent(&path).map_err(|e| io_error("create the folder for", &path, &e))?;
+        let written = if overwrite {
+            // A new file renamed over the old one: a hard link to the old file (perhaps from outside the root)
+            // keeps its content.
+            self.root.replace(&path, args.content.as_bytes())
         } else {
-            // create_new closes the window between the exists() check above and the write.
-            options.create_new(true);
-        }
-        // O_NOFOLLOW: a symlink planted after resolution must not redirect the write out of the root.
-        options.custom_flags(libc::O_NOFOLLOW);
-        let mut file = options.open(&path.absolute).map_err(|e| io_error("write", &path, &e))?;
-        file.write_all(args.content.as_bytes()).map_err(|e| io_error("write", &path, &e))?;
+            // create_new closes the window between the check above and the write.
+            self.root.create_new(&path, args.content.as_bytes())
+        };
+        written.map_err(|e| io_error("write", &path, &e))?;
         let mut out = result("write", &path);
         out.insert("ok".into(), json!(true));
         out.insert("bytes_written".into(), json!(size));

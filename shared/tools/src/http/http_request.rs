@@ -1,6 +1,7 @@
+use super::destination::{self, Classifier, DenyingResolver, DestinationDenied};
 use super::html::{self, Style};
 use crate::files::{ManagedRoot, sha8, write_spill};
-use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
+use minibot_agent::{Tool, ToolContext, ToolError, ToolResult, excerpt};
 use minibot_config::HttpClientSection;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
@@ -19,25 +20,42 @@ pub struct HttpRequest {
     /// Where long bodies are saved; `None` when spill is off or there is no file storage.
     spill_root: Option<Arc<ManagedRoot>>,
     timeout: Duration,
+    /// `deny_private_networks`: the addresses that may not be reached. The same classifier sits in the client's
+    /// resolver and redirect policy.
+    denied: Option<Classifier>,
 }
 
 impl HttpRequest {
     pub fn new(config: &HttpClientSection, files: Option<Arc<ManagedRoot>>) -> Result<Self, reqwest::Error> {
+        Self::with_classifier(config, files, config.deny_private_networks.then(destination::internal_ranges))
+    }
+
+    /// [`Self::new`] with the address check given outright (tests put a loopback address on the allowed side).
+    fn with_classifier(
+        config: &HttpClientSection,
+        files: Option<Arc<ManagedRoot>>,
+        denied: Option<Classifier>,
+    ) -> Result<Self, reqwest::Error> {
         minibot_llm::install_crypto_provider();
         let timeout = Duration::from_secs_f64(config.timeout_seconds.max(0.1));
-        let redirects = if config.follow_redirects {
-            reqwest::redirect::Policy::limited(config.max_redirects as usize)
-        } else {
-            reqwest::redirect::Policy::none()
+        let max_redirects = config.max_redirects as usize;
+        let redirects = match (&denied, config.follow_redirects) {
+            (_, false) => reqwest::redirect::Policy::none(),
+            (None, true) => reqwest::redirect::Policy::limited(max_redirects),
+            (Some(classifier), true) => destination::checked_redirects(max_redirects, Arc::clone(classifier)),
         };
-        let client = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .connect_timeout(timeout)
             .read_timeout(timeout)
             .redirect(redirects)
-            .user_agent(concat!("minibot/", env!("CARGO_PKG_VERSION")))
-            .build()?;
+            .user_agent(concat!("minibot/", env!("CARGO_PKG_VERSION")));
+        if let Some(classifier) = &denied {
+            // Through a proxy the destination would be resolved and reached by the proxy, unchecked.
+            builder = builder.dns_resolver(DenyingResolver::new(Arc::clone(classifier))).no_proxy();
+        }
+        let client = builder.build()?;
         let spill_root = files.filter(|_| config.spill_to_managed_file);
-        Ok(Self { client, config: config.clone(), spill_root, timeout })
+        Ok(Self { client, config: config.clone(), spill_root, timeout, denied })
     }
 
     /// Bytes read from the wire at most: enough for every later use, plus one to detect truncation.
@@ -62,8 +80,23 @@ pub struct Args {
     json: Option<String>,
 }
 
+/// A failed exchange. `url` is quoted by its start only; reqwest's own messages (which repeat the URL whole) are
+/// never passed here, see [`describe`].
 fn failed(url: &str, message: impl Into<String>) -> ToolError {
-    ToolError::respond("http_request_failed", format!("{} ({url})", message.into()))
+    ToolError::respond("http_request_failed", format!("{} ({})", message.into(), excerpt(url)))
+}
+
+fn denied(denial: &DestinationDenied, url: &str) -> ToolError {
+    ToolError::respond("destination_denied", format!("request refused: {denial} ({})", excerpt(url)))
+}
+
+/// An error of the exchange: the setting's refusal as `destination_denied`, anything else as
+/// `http_request_failed`. `url` is what the model asked for, `parsed` the URL requested first.
+fn exchange_error(error: reqwest::Error, url: &str, parsed: &reqwest::Url) -> ToolError {
+    match destination::find_denial(&error) {
+        Some(denial) => denied(denial, url),
+        None => failed(url, describe(error, parsed)),
+    }
 }
 
 impl Tool for HttpRequest {
@@ -97,10 +130,16 @@ impl Tool for HttpRequest {
     async fn call(&self, args: Args, _ctx: &ToolContext) -> ToolResult {
         let url = args.url.trim().to_string();
         if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(ToolError::invalid_arguments("url must start with http:// or https://"));
+            return Err(ToolError::invalid_arguments(format!(
+                "url must start with http:// or https:// (got {})",
+                excerpt(&url)
+            )));
         }
-        let parsed =
-            reqwest::Url::parse(&url).map_err(|e| ToolError::invalid_arguments(format!("invalid url: {e}")))?;
+        let parsed = reqwest::Url::parse(&url)
+            .map_err(|e| ToolError::invalid_arguments(format!("invalid url {}: {e}", excerpt(&url))))?;
+        if let Some(classifier) = &self.denied {
+            destination::check_url(&parsed, classifier).map_err(|denial| denied(&denial, &url))?;
+        }
         let method = args.method.as_deref().unwrap_or("GET").to_ascii_uppercase();
         if !METHODS.contains(&method.as_str()) {
             return Err(ToolError::invalid_arguments(format!("method must be one of {}", METHODS.join(", "))));
@@ -113,9 +152,10 @@ impl Tool for HttpRequest {
         let mut headers = HeaderMap::new();
         for (name, value) in args.headers.unwrap_or_default() {
             let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| ToolError::invalid_arguments(format!("invalid header name `{name}`")))?;
-            let value = HeaderValue::from_str(&value)
-                .map_err(|_| ToolError::invalid_arguments(format!("invalid value for header `{name}`")))?;
+                .map_err(|_| ToolError::invalid_arguments(format!("invalid header name `{}`", excerpt(&name))))?;
+            let value = HeaderValue::from_str(&value).map_err(|_| {
+                ToolError::invalid_arguments(format!("invalid value for header `{}`", excerpt(name.as_str())))
+            })?;
             headers.insert(name, value);
         }
         let mut request = self.client.request(method.clone(), parsed.clone()).headers(headers.clone());
@@ -132,13 +172,13 @@ impl Tool for HttpRequest {
 
         let budget = self.read_budget();
         let exchange = async {
-            let mut response = request.send().await.map_err(|e| failed(&url, describe(&e)))?;
+            let mut response = request.send().await.map_err(|e| exchange_error(e, &url, &parsed))?;
             let mut bytes = Vec::new();
             while bytes.len() < budget {
                 match response.chunk().await {
                     Ok(Some(chunk)) => bytes.extend_from_slice(&chunk),
                     Ok(None) => break,
-                    Err(e) => return Err(failed(&url, describe(&e))),
+                    Err(e) => return Err(exchange_error(e, &url, &parsed)),
                 }
             }
             Ok((response, bytes))
@@ -304,18 +344,125 @@ fn extension(mime: &str) -> &'static str {
     }
 }
 
-/// reqwest's Display hides the cause ("error sending request"); the chain says what went wrong.
-fn describe(err: &reqwest::Error) -> String {
+/// reqwest's Display hides the cause ("error sending request"); the chain says what went wrong. The URL reqwest
+/// appends is taken off, since it can be any length: [`failed`] quotes the start of the one asked for, and a
+/// redirect target is quoted the same way.
+fn describe(err: reqwest::Error, asked: &reqwest::Url) -> String {
     use std::error::Error;
+    let hop = err.url().filter(|url| *url != asked).map(|url| excerpt(url.as_str()));
+    let is_redirect = err.is_redirect();
+    let err = err.without_url();
     let mut text = err.to_string();
+    if let Some(hop) = hop {
+        text.push_str(&format!(" (at {hop})"));
+    }
     let mut source = err.source();
     while let Some(cause) = source {
         text.push_str(": ");
         text.push_str(&cause.to_string());
         source = cause.source();
     }
-    if err.is_redirect() {
+    if is_redirect {
         text.push_str(" (too many redirects)");
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    //! Redirect hops under `deny_private_networks`. A first server the check allows cannot be on loopback, so
+    //! these tests use the real check with one change: 127.0.0.2 counts as public. The allowed server listens
+    //! there; the one it redirects to listens on 127.0.0.1, which stays denied.
+
+    use super::*;
+    use std::net::{IpAddr, SocketAddr};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A server that answers every request with `response` and counts the connections it accepted.
+    async fn server(ip: &str, response: String) -> (SocketAddr, Arc<AtomicUsize>) {
+        let listener = tokio::net::TcpListener::bind((ip, 0)).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&connections);
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                counted.fetch_add(1, Ordering::SeqCst);
+                let response = response.clone();
+                tokio::spawn(async move {
+                    let mut head = Vec::new();
+                    let mut buf = [0u8; 1024];
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match stream.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => head.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let _ = stream.write_all(response.as_bytes()).await;
+                });
+            }
+        });
+        (addr, connections)
+    }
+
+    fn redirect_to(location: &str) -> String {
+        format!("HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+    }
+
+    const SECRET: &str = "HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nsecret";
+
+    fn tool(classifier: Option<Classifier>) -> HttpRequest {
+        let config = HttpClientSection { enabled: true, follow_redirects: true, ..HttpClientSection::default() };
+        HttpRequest::with_classifier(&config, None, classifier).unwrap()
+    }
+
+    fn all_but_127_0_0_2() -> Classifier {
+        let allowed: IpAddr = "127.0.0.2".parse().unwrap();
+        Arc::new(move |ip| if ip == allowed { None } else { destination::denied_range(ip) })
+    }
+
+    async fn get(tool: &HttpRequest, url: String) -> ToolResult {
+        let args = Args { method: None, url, headers: None, body: None, json: None };
+        tool.call(args, &ToolContext::default()).await
+    }
+
+    #[tokio::test]
+    async fn a_redirect_to_a_denied_address_is_refused_at_the_hop() {
+        let (inner, reached) = server("127.0.0.1", SECRET.into()).await;
+        let (outer, _) = server("127.0.0.2", redirect_to(&format!("http://{inner}/secret"))).await;
+        let url = format!("http://{outer}/");
+
+        let Err(ToolError::RespondToModel { code, message }) = get(&tool(Some(all_but_127_0_0_2())), url.clone()).await
+        else {
+            panic!("the hop to {inner} was followed");
+        };
+        assert_eq!(code, "destination_denied");
+        assert!(
+            message.contains("127.0.0.1 is a loopback address") && message.contains("deny_private_networks"),
+            "{message}"
+        );
+        assert_eq!(reached.load(Ordering::SeqCst), 0, "no connection to the denied address");
+
+        // The same redirect without the check reaches the inner server: the refusal above was the check's.
+        let out = get(&tool(None), url).await.unwrap();
+        assert_eq!(out["body"], "secret");
+        assert_eq!(reached.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_redirect_to_a_name_that_resolves_to_a_denied_address_is_refused() {
+        let (inner, reached) = server("127.0.0.1", SECRET.into()).await;
+        let location = format!("http://localhost:{}/secret", inner.port());
+        let (outer, visited) = server("127.0.0.2", redirect_to(&location)).await;
+
+        let Err(ToolError::RespondToModel { code, message }) =
+            get(&tool(Some(all_but_127_0_0_2())), format!("http://{outer}/")).await
+        else {
+            panic!("the hop to {location} was followed");
+        };
+        assert_eq!(code, "destination_denied");
+        assert!(message.contains("localhost resolves to ") && message.contains("loopback"), "{message}");
+        assert_eq!(visited.load(Ordering::SeqCst), 1);
+        assert_eq!(reached.load(Ordering::SeqCst), 0, "no connection to the denied address");
+    }
 }

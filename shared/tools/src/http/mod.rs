@@ -1,5 +1,6 @@
 //! Network: `http_request`.
 
+mod destination;
 mod entities;
 pub mod html;
 mod http_request;

@@ -3,9 +3,9 @@
 //! this process serves. It never reports a section merely because the config enables it, and it is assembled
 //! field by field, never by dumping sections, so keys, tokens and credential URLs cannot leak into it.
 
-use crate::exec::sandbox::{self, SandboxSettings};
+use crate::exec::sandbox::{self, SandboxScope, SandboxSettings};
 use minibot_agent::{Tool, ToolContext, ToolResult};
-use minibot_config::{Config, SandboxMode};
+use minibot_config::Config;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::sync::{Arc, RwLock};
@@ -112,6 +112,19 @@ impl GetSettings {
         report
     }
 
+    /// The sandbox a run gets on this host now, or why it cannot run.
+    async fn sandbox_report(&self, settings: &SandboxSettings) -> Map<String, Value> {
+        let mut out = Map::new();
+        match sandbox::plan(settings, &SandboxScope::from_config(&self.config, None)).await {
+            Ok(applied) => applied.describe(&mut out),
+            Err(unavailable) => {
+                out.insert("sandbox_mode".into(), settings.mode.as_str().into());
+                out.insert("sandbox_unavailable".into(), unavailable.reason.into());
+            }
+        }
+        out
+    }
+
     /// The settings that shape one tool's behaviour; `{}` for tools without any.
     async fn details(&self, name: &str) -> Value {
         let t = &self.config.tools;
@@ -124,14 +137,14 @@ impl GetSettings {
             "wait" => json!({ "max_milliseconds": t.wait.max_milliseconds }),
             "python_execute" => {
                 let p = &t.python_exec;
-                let mut out = sandbox_report(p.sandbox_mode, &p.rlimit, &p.cgroup, &p.jail).await;
+                let mut out = self.sandbox_report(&sandbox::python_settings(p)).await;
                 out.insert("default_timeout_seconds".into(), p.default_timeout_seconds.into());
                 out.insert("max_timeout_seconds".into(), p.max_timeout_seconds.into());
                 Value::Object(out)
             }
             "bash" => {
                 let b = &t.bash;
-                let mut out = sandbox_report(b.sandbox_mode, &b.rlimit, &b.cgroup, &b.jail).await;
+                let mut out = self.sandbox_report(&sandbox::bash_settings(b)).await;
                 out.insert("default_timeout_seconds".into(), b.default_timeout_seconds.into());
                 out.insert("max_timeout_seconds".into(), b.max_timeout_seconds.into());
                 out.insert("env_allowlist".into(), json!(b.env_allowlist));
@@ -143,19 +156,6 @@ impl GetSettings {
             _ => json!({}),
         }
     }
-}
-
-/// The mode a run would get on this host now (a requested mode that cannot apply falls back, with the reason).
-async fn sandbox_report(
-    mode: SandboxMode,
-    rlimit: &minibot_config::RlimitSection,
-    cgroup: &minibot_config::CgroupSection,
-    jail: &minibot_config::JailSection,
-) -> Map<String, Value> {
-    let settings = SandboxSettings { mode, rlimit: rlimit.clone(), cgroup: cgroup.clone(), jail: jail.clone() };
-    let mut out = Map::new();
-    sandbox::plan(&settings).await.describe(&mut out);
-    out
 }
 
 #[derive(Deserialize)]

@@ -1,10 +1,12 @@
-use crate::files::{ManagedRoot, not_found};
-use grep_regex::RegexMatcherBuilder;
+use crate::files::{Found, ManagedPath, ManagedRoot, WalkOptions, io_error, open_regular, walk_files};
+use cap_std::fs::Dir;
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
 use minibot_config::GrepSection;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -121,9 +123,7 @@ impl Tool for Grep {
             return Err(ToolError::invalid_arguments(format!("pattern must be 1 to {MAX_PATTERN_CHARS} characters")));
         }
         let target = self.root.resolve(args.path.as_deref().unwrap_or(""))?;
-        if !target.absolute.exists() {
-            return Err(not_found(&target));
-        }
+        let start = open_target(&self.root, &target)?;
         let options = GrepOptions {
             pattern: args.pattern.clone(),
             fixed_string: args.fixed_string.unwrap_or(false),
@@ -136,10 +136,9 @@ impl Tool for Grep {
             max_matches: args.max_matches.unwrap_or(self.max_matches).clamp(1, self.max_matches) as usize,
             max_file_size: self.max_file_size,
         };
-        let root = self.root.path().to_path_buf();
-        let absolute = target.absolute.clone();
+        let shown = shown_prefix(&target);
         let job_options = options.clone();
-        let outcome = tokio::task::spawn_blocking(move || search(&absolute, &root, &job_options))
+        let outcome = tokio::task::spawn_blocking(move || search_start(start, &shown, &job_options))
             .await
             .map_err(|e| ToolError::Fatal(format!("grep worker failed: {e}")))??;
         Ok(json!({
@@ -159,76 +158,129 @@ impl Tool for Grep {
     }
 }
 
-/// Searches `target` (a file or folder); paths in matches are shown relative to `display_root` when inside it.
-pub fn search(target: &Path, display_root: &Path, options: &GrepOptions) -> Result<GrepOutcome, ToolError> {
-    let matcher = RegexMatcherBuilder::new()
-        .case_insensitive(options.ignore_case)
-        .fixed_strings(options.fixed_string)
-        .size_limit(REGEX_SIZE_LIMIT)
-        .dfa_size_limit(REGEX_SIZE_LIMIT)
-        .line_terminator(Some(b'\n'))
-        .build(&options.pattern)
-        .map_err(|e| ToolError::respond("invalid_pattern", format!("invalid pattern: {e}")))?;
-    let mut searcher = SearcherBuilder::new()
-        .line_number(true)
-        .before_context(options.context_before)
-        .after_context(options.context_after)
-        // A NUL byte marks a binary file: skip it rather than print garbage.
-        .binary_detection(BinaryDetection::quit(b'\x00'))
-        .build();
-    let mut outcome = GrepOutcome::default();
-    for file in files(target, options) {
-        if outcome.truncated {
-            break;
-        }
-        let size = file.metadata().map(|m| m.len()).unwrap_or(u64::MAX);
-        if size > options.max_file_size {
-            outcome.files_skipped += 1;
-            continue;
-        }
-        let shown = file
-            .strip_prefix(display_root)
-            .map_or_else(|_| file.display().to_string(), |p| p.to_string_lossy().into_owned());
-        let outcome_len = outcome.matches.len();
-        let mut sink = Collector {
-            path: shown,
-            outcome: &mut outcome,
-            max: options.max_matches,
-            before_lines: options.context_before as u64,
-            after_lines: options.context_after as u64,
-            recent: std::collections::VecDeque::new(),
-            first_in_file: outcome_len,
-            binary: false,
-        };
-        match searcher.search_path(&matcher, &file, &mut sink) {
-            Ok(()) if !sink.binary => outcome.files_scanned += 1,
-            _ => outcome.files_skipped += 1,
-        }
-    }
-    Ok(outcome)
+/// What a search starts from, opened before it runs: the file or folder the handle reached.
+enum Start {
+    File(std::fs::File),
+    Folder(Dir),
 }
 
-/// The files to search, sorted by path. Links are not followed, so a link cannot lead the search out of the
-/// root.
-fn files(target: &Path, options: &GrepOptions) -> Vec<PathBuf> {
-    if target.is_file() {
-        return vec![target.to_path_buf()];
+/// Opens the target through the root's handle: a folder as a handle the walk stays below, a file as an open
+/// file, so nothing after this looks at a path string again.
+fn open_target(root: &ManagedRoot, target: &ManagedPath) -> Result<Start, ToolError> {
+    let meta = root.metadata(target).map_err(|e| io_error("search", target, &e))?;
+    if meta.is_dir() {
+        root.open_dir(target).map(Start::Folder).map_err(|e| io_error("search", target, &e))
+    } else {
+        root.open_read(target).map(Start::File).map_err(|e| io_error("search", target, &e))
     }
-    let mut walker = ignore::WalkBuilder::new(target);
-    walker
-        .standard_filters(false)
-        .hidden(!options.include_hidden)
-        .follow_links(false)
-        .sort_by_file_path(|a, b| a.cmp(b));
-    if !options.recursive {
-        walker.max_depth(Some(1));
+}
+
+/// How matches below the target are shown: relative to the root inside it (`""` for the root itself), the
+/// absolute path outside it.
+fn shown_prefix(target: &ManagedPath) -> PathBuf {
+    match target.relative.as_deref() {
+        Some(".") => PathBuf::new(),
+        Some(relative) => PathBuf::from(relative),
+        None => target.absolute.clone(),
     }
-    walker
-        .build()
-        .flatten()
-        .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
-        .map(ignore::DirEntry::into_path)
-        .collect()
+}
+
+/// Searches `target` (a file or folder) by its path, for callers outside the tool (the benchmark); paths in
+/// matches are shown relative to `display_root` when inside it. The walk stays below `target`.
+pub fn search(target: &Path, display_root: &Path, options: &GrepOptions) -> Result<GrepOutcome, ToolError> {
+    let unavailable = |e: std::io::Error| ToolError::respond("file_io_error", format!("cannot search: {e}"));
+    let start = if target.is_dir() {
+        Start::Folder(Dir::open_ambient_dir(target, cap_std::ambient_authority()).map_err(unavailable)?)
+    } else {
+        Start::File(std::fs::File::open(target).map_err(unavailable)?)
+    };
+    let shown = match target.strip_prefix(display_root) {
+        Ok(inside) => inside.to_path_buf(),
+        Err(_) => target.to_path_buf(),
+    };
+    search_start(start, &shown, options)
+}
+
+fn search_start(start: Start, shown: &Path, options: &GrepOptions) -> Result<GrepOutcome, ToolError> {
+    let mut search = Search::new(options)?;
+    match start {
+        Start::File(file) => {
+            if let Ok(meta) = file.metadata()
+                && meta.is_file()
+            {
+                search.file(&file, meta.len(), shown.to_string_lossy().into_owned());
+            }
+        }
+        Start::Folder(dir) => {
+            let walk = WalkOptions {
+                include_hidden: options.include_hidden,
+                max_depth: if options.recursive { None } else { Some(1) },
+            };
+            let _ = walk_files(&dir, walk, &mut |found: Found<'_>| {
+                if search.outcome.truncated {
+                    return ControlFlow::Break(());
+                }
+                // Opened by name from the folder handle the walk holds, never following a link.
+                if let Ok((file, meta)) = open_regular(found.folder, found.name) {
+                    search.file(&file, meta.len(), shown.join(found.relative).to_string_lossy().into_owned());
+                }
+                ControlFlow::Continue(())
+            });
+        }
+    }
+    Ok(search.outcome)
+}
+
+/// One search's matcher, searcher and results so far.
+struct Search<'a> {
+    options: &'a GrepOptions,
+    matcher: RegexMatcher,
+    searcher: Searcher,
+    outcome: GrepOutcome,
+}
+
+impl<'a> Search<'a> {
+    fn new(options: &'a GrepOptions) -> Result<Self, ToolError> {
+        let matcher = RegexMatcherBuilder::new()
+            .case_insensitive(options.ignore_case)
+            .fixed_strings(options.fixed_string)
+            .size_limit(REGEX_SIZE_LIMIT)
+            .dfa_size_limit(REGEX_SIZE_LIMIT)
+            .line_terminator(Some(b'\n'))
+            .build(&options.pattern)
+            .map_err(|e| ToolError::respond("invalid_pattern", format!("invalid pattern: {e}")))?;
+        let searcher = SearcherBuilder::new()
+            .line_number(true)
+            .before_context(options.context_before)
+            .after_context(options.context_after)
+            // A NUL byte marks a binary file: skip it rather than print garbage.
+            .binary_detection(BinaryDetection::quit(b'\x00'))
+            .build();
+        Ok(Self { options, matcher, searcher, outcome: GrepOutcome::default() })
+    }
+
+    /// Searches one open file (of `size` bytes), its matches shown under `shown`.
+    fn file(&mut self, file: &std::fs::File, size: u64, shown: String) {
+        if size > self.options.max_file_size {
+            self.outcome.files_skipped += 1;
+            return;
+        }
+        let first_in_file = self.outcome.matches.len();
+        let mut sink = Collector {
+            path: shown,
+            outcome: &mut self.outcome,
+            max: self.options.max_matches,
+            before_lines: self.options.context_before as u64,
+            after_lines: self.options.context_after as u64,
+            recent: std::collections::VecDeque::new(),
+            first_in_file,
+            binary: false,
+        };
+        match self.searcher.search_file(&self.matcher, file, &mut sink) {
+            Ok(()) if !sink.binary => self.outcome.files_scanned += 1,
+            _ => self.outcome.files_skipped += 1,
+        }
+    }
 }
 
 /// Collects matches with their context. The searcher reports each line once, so a line between two close

@@ -3,7 +3,7 @@
 //! numbers are `rust_decimal` (28 significant digits), and every operation is checked, so overflow is an error
 //! the model can read rather than a panic.
 
-use minibot_agent::{Tool, ToolContext, ToolResult};
+use minibot_agent::{Tool, ToolContext, ToolResult, excerpt};
 use minibot_config::CalculatorSection;
 use rust_decimal::prelude::*;
 use serde::Deserialize;
@@ -62,6 +62,14 @@ impl Tool for CalculateExpression {
     }
 
     async fn call(&self, args: Args, _ctx: &ToolContext) -> ToolResult {
+        // Refused before any other work, and quoted by its start only: a 10 MB expression echoed back would be
+        // spilled to a 10 MB file on every call.
+        let length = args.expression.chars().count();
+        if length > self.max_length {
+            return Ok(json!({ "ok": false, "expression": excerpt(&args.expression),
+                "error": format!("expression is longer than {} characters (it has {length})", self.max_length),
+                "scale": args.scale.unwrap_or(i64::from(self.default_scale)) }));
+        }
         let scale = match args.scale {
             None => self.default_scale,
             Some(s) if s >= 1 => u32::try_from(s).unwrap_or(u32::MAX),
@@ -70,13 +78,9 @@ impl Tool for CalculateExpression {
                     "error": "scale must be at least 1", "scale": args.scale }));
             }
         };
-        let result = if args.expression.chars().count() > self.max_length {
-            Err(format!("expression is longer than {} characters", self.max_length))
-        } else {
-            evaluate(&args.expression, self.max_exponent).map(|value| {
-                value.round_dp_with_strategy(scale.min(28), RoundingStrategy::MidpointNearestEven).normalize()
-            })
-        };
+        let result = evaluate(&args.expression, self.max_exponent).map(|value| {
+            value.round_dp_with_strategy(scale.min(28), RoundingStrategy::MidpointNearestEven).normalize()
+        });
         Ok(match result {
             Ok(value) => {
                 json!({ "ok": true, "expression": args.expression, "result": value.to_string(), "scale": scale })

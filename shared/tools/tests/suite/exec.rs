@@ -29,7 +29,7 @@ async fn bash_reports_output_exit_code_and_cwd() {
     assert_eq!(out["exit_code"], 3);
     assert_eq!(out["ok"], false);
     assert_eq!(out["timed_out"], false);
-    assert_eq!(out["sandbox_mode"], "basic");
+    assert_eq!(out["sandbox_mode"], "contain", "a config that names no mode gets the one that contains");
     let pwd = env.ok("bash", json!({ "command": "pwd", "cwd": env.root() })).await;
     assert_eq!(pwd["stdout"].as_str().unwrap().trim(), env.root().display().to_string());
     let (code, _) = env.err("bash", json!({ "command": "true", "cwd": "/definitely/not/here" })).await;
@@ -40,7 +40,8 @@ async fn bash_reports_output_exit_code_and_cwd() {
 async fn bash_environment_is_the_allowlist_plus_caller_env() {
     let env = Env::new("");
     let out = env.ok("bash", json!({ "command": "env", "env": { "MY_VAR": "42" } })).await;
-    let allowed = ["PATH", "HOME", "USER", "LANG", "LC_ALL", "SHELL", "MY_VAR", "PWD", "SHLVL", "_", "OLDPWD"];
+    let allowed =
+        ["PATH", "HOME", "USER", "LANG", "LC_ALL", "SHELL", "MY_VAR", "PWD", "SHLVL", "_", "OLDPWD", "TMPDIR"];
     let stdout = out["stdout"].as_str().unwrap();
     for line in stdout.lines() {
         let name = line.split('=').next().unwrap();
@@ -51,7 +52,8 @@ async fn bash_environment_is_the_allowlist_plus_caller_env() {
 
 #[tokio::test]
 async fn timeout_kills_the_whole_group_including_grandchildren() {
-    let env = Env::new("");
+    // Basic mode's guarantee, seen from outside by pid (`contain` has its own pid namespace: sandbox.rs).
+    let env = Env::new("[tools.bash]\nenabled = true\nsandbox_mode = \"basic\"\n");
     let pidfile = env.dir.path().join("grandchild.pid");
     let command = format!("sleep 100 & echo $! > {}; sleep 100", pidfile.display());
     let started = Instant::now();
@@ -65,7 +67,8 @@ async fn timeout_kills_the_whole_group_including_grandchildren() {
 
 #[tokio::test]
 async fn a_cancelled_call_still_kills_the_group() {
-    let env = Env::new("");
+    // Basic mode's guarantee, seen from outside by pid (`contain` has its own pid namespace: sandbox.rs).
+    let env = Env::new("[tools.bash]\nenabled = true\nsandbox_mode = \"basic\"\n");
     let pidfile = env.dir.path().join("orphan.pid");
     let command = format!("sleep 100 & echo $! > {}; sleep 100", pidfile.display());
     // The agent drops the tool future when the turn times out; nothing may keep running after that.
@@ -77,7 +80,8 @@ async fn a_cancelled_call_still_kills_the_group() {
 
 #[tokio::test]
 async fn background_jobs_do_not_outlive_or_stall_the_call() {
-    let env = Env::new("");
+    // Basic mode's guarantee, seen from outside by pid (`contain` has its own pid namespace: sandbox.rs).
+    let env = Env::new("[tools.bash]\nenabled = true\nsandbox_mode = \"basic\"\n");
     let started = Instant::now();
     let out = env.ok("bash", json!({ "command": "sleep 100 & echo $!", "timeout_seconds": 30 })).await;
     assert!(started.elapsed() < Duration::from_secs(5), "a background job held the call for {:?}", started.elapsed());
@@ -139,27 +143,31 @@ async fn bash_rlimit_sandbox_applies_limits() {
 }
 
 #[tokio::test]
-async fn sandbox_modes_that_cannot_apply_say_so() {
+async fn sandbox_modes_that_cannot_apply_refuse_to_run_and_stop_start_up() {
     let env = Env::new("[tools.bash]\nenabled = true\nsandbox_mode = \"rlimit\"\n");
-    let out = env.ok("bash", json!({ "command": "true" })).await;
-    assert_eq!(out["sandbox_mode"], "basic");
-    assert_eq!(out["sandbox_requested"], "rlimit");
-    assert!(out["sandbox_note"].as_str().unwrap().contains("enabled = false"));
+    let (code, message) = env.err("bash", json!({ "command": "touch ran" })).await;
+    assert_eq!(code, "sandbox_unavailable");
+    assert!(message.contains("[tools.bash.rlimit] enabled = false"), "{message}");
+    assert!(!env.root().join("ran").exists(), "ran weaker in silence");
+    let startup = minibot_tools::exec::sandbox::check(&env.services.config, env.services.files.as_deref()).await;
+    assert!(startup.unwrap_err().to_string().starts_with("[tools.bash] sandbox_mode = \"rlimit\" cannot run here"));
 
     let env = Env::new(
         "[tools.bash]\nenabled = true\nsandbox_mode = \"jail\"\n[tools.bash.jail]\nenabled = true\ncommand_prefix = [\"no-such-jail-binary\"]\n",
     );
-    let out = env.ok("bash", json!({ "command": "true" })).await;
-    assert_eq!(out["sandbox_mode"], "basic");
-    assert!(out["sandbox_note"].as_str().unwrap().contains("no-such-jail-binary"));
+    let (code, message) = env.err("bash", json!({ "command": "true" })).await;
+    assert_eq!(code, "sandbox_unavailable");
+    assert!(message.contains("no-such-jail-binary"), "{message}");
 
     let env =
         Env::new("[tools.bash]\nenabled = true\nsandbox_mode = \"cgroup\"\n[tools.bash.cgroup]\nenabled = true\n");
-    let out = env.ok("bash", json!({ "command": "echo in" })).await;
-    match out["sandbox_mode"].as_str().unwrap() {
-        "cgroup" => assert_eq!(out["stdout"], "in\n"),
-        "basic" => assert!(out["sandbox_note"].as_str().unwrap().contains("cgroup sandbox unavailable")),
-        other => panic!("unexpected mode {other}"),
+    match env.call("bash", json!({ "command": "echo in" })).await {
+        Ok(out) => assert_eq!((out["sandbox_mode"].as_str(), out["stdout"].as_str()), (Some("cgroup"), Some("in\n"))),
+        Err(minibot_agent::ToolError::RespondToModel { code, message }) => {
+            assert_eq!(code, "sandbox_unavailable");
+            assert!(message.contains("systemd"), "{message}");
+        }
+        Err(other) => panic!("{other:?}"),
     }
 }
 
@@ -195,7 +203,7 @@ async fn python_runs_isolated_with_stdin() {
 
 #[tokio::test]
 async fn python_timeout_kills_children() {
-    let env = Env::new("");
+    let env = Env::new("[tools.python_exec]\nsandbox_mode = \"basic\"\n");
     let code =
         "import subprocess, time\np = subprocess.Popen(['sleep', '100'])\nprint(p.pid, flush=True)\ntime.sleep(100)";
     let out = env.ok("python_execute", json!({ "code": code, "timeout_seconds": 1 })).await;
@@ -243,7 +251,7 @@ async fn python_environment_info_reports_the_interpreter() {
     let out = env.ok("python_environment_info", json!({ "limit": 3 })).await;
     assert!(out["python_version"].as_str().unwrap().starts_with('3'));
     assert!(out["packages"].as_array().unwrap().len() <= 3);
-    assert_eq!(out["sandbox_mode"], "basic");
+    assert_eq!(out["sandbox_mode"], "contain");
     let none = env.ok("python_environment_info", json!({ "include_packages": false })).await;
     assert_eq!(none["packages"], json!([]));
 }

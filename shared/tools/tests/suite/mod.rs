@@ -1,12 +1,15 @@
 mod calculator;
+mod confinement;
 mod delivery;
 mod exec;
 mod files;
 mod grep;
 mod http;
+mod leaks;
 mod patch_tool;
 mod paths;
 mod providers;
+mod sandbox;
 mod settings;
 mod spill;
 mod tasks;

@@ -55,16 +55,17 @@ async fn the_sandbox_reported_is_the_one_a_run_gets() {
     );
     let report = settings(&env).await;
     let python = &report["tools"]["python_execute"];
-    assert_eq!(python["sandbox_mode"], "basic", "{python}");
-    assert_eq!(python["sandbox_requested"], "jail", "{python}");
-    assert!(python["sandbox_note"].as_str().unwrap().contains("[jail] enabled = false"), "{python}");
+    assert_eq!(python["sandbox_mode"], "jail", "{python}");
+    let why = python["sandbox_unavailable"].as_str().unwrap();
+    assert!(why.contains("[tools.python_exec.jail] enabled = false"), "{python}");
     let bash = &report["tools"]["bash"];
     assert_eq!(bash["sandbox_mode"], "rlimit", "{bash}");
-    assert!(bash.get("sandbox_requested").is_none(), "{bash}");
+    assert!(bash.get("sandbox_unavailable").is_none(), "{bash}");
 
-    // The same run through python_execute says the same.
-    let run = env.ok("python_execute", json!({ "code": "print(1)" })).await;
-    assert_eq!(run["sandbox_mode"], python["sandbox_mode"], "{run}");
+    // The same run through python_execute does not run, and says why.
+    let (code, message) = env.err("python_execute", json!({ "code": "print(1)" })).await;
+    assert_eq!(code, "sandbox_unavailable");
+    assert!(message.contains(why), "{message}");
 }
 
 #[tokio::test]

@@ -1,0 +1,89 @@
+//! A provider that echoes the credentials it was sent: the error the caller gets (what the chat shows with
+//! verbose errors, what the log writes, what a task reports) never repeats them.
+
+use minibot_config::Config;
+use minibot_llm::{ChatProvider, ChatRequest, LlmError, Message, OpenAiChat};
+use minibot_test_support::{Reply, Script, ScriptedLlm};
+
+const LLM_KEY: &str = "sk-live-llm-0123456789abcdef";
+const PROVIDER_KEY: &str = "sk-or-provider-9876543210fedcba";
+const HEADER_KEY: &str = "hdr-secret-5555-aaaa";
+
+fn client(toml: &str) -> OpenAiChat {
+    let config = Config::from_toml(toml, "test.toml", std::env::temp_dir(), &|_| None).unwrap();
+    OpenAiChat::new(&config.main_llm()).unwrap()
+}
+
+fn llm_client(llm: &ScriptedLlm) -> OpenAiChat {
+    client(&format!(
+        "[llm]\nbase_url = \"{}\"\napi_key = \"{LLM_KEY}\"\nmodel = \"m\"\nretry_attempts = 0\n",
+        llm.base_url()
+    ))
+}
+
+async fn fail(client: &OpenAiChat, user: &str) -> LlmError {
+    let request =
+        ChatRequest { model: "m".into(), messages: vec![Message::User(user.into())], ..ChatRequest::default() };
+    client.complete(&request).await.expect_err("the provider refuses")
+}
+
+/// Every way the error reaches a person: its message (chat, task result) and its debug form.
+fn shown(error: &LlmError) -> String {
+    format!("{error}\n{error:?}")
+}
+
+#[tokio::test]
+async fn a_rejected_llm_key_echoed_in_a_401_body_is_masked() {
+    let body = format!(
+        "{{\"error\":{{\"message\":\"Incorrect API key provided: {LLM_KEY}. You can find your API key at …\",\
+         \"type\":\"invalid_request_error\",\"code\":\"invalid_api_key\"}}}}"
+    );
+    let llm = ScriptedLlm::start(vec![Script::new("hi", vec![Reply::Status(401, body)])]).await;
+    let error = fail(&llm_client(&llm), "hi").await;
+    assert!(matches!(error, LlmError::Unauthorized { status: 401, .. }), "{error:?}");
+    let text = shown(&error);
+    assert!(!text.contains(LLM_KEY), "the key came back: {text}");
+    assert!(!text.contains("sk-live-llm"), "a part of the key came back: {text}");
+    assert!(text.contains("Incorrect API key provided: ***"), "{text}");
+}
+
+#[tokio::test]
+async fn a_providers_section_key_and_auth_header_are_masked_even_where_the_quote_is_cut() {
+    // The key sits across the 300-character cut of quoted bodies: masking must come first, or its start would
+    // be left readable.
+    let padding = "x".repeat(290);
+    let body = format!("{padding} key={PROVIDER_KEY} header={HEADER_KEY}");
+    let llm = ScriptedLlm::start(vec![Script::new("hi", vec![Reply::Status(403, body)])]).await;
+    let toml = format!(
+        "[llm]\nprovider = \"gw\"\nmodel = \"m\"\nretry_attempts = 0\n\
+         [providers.gw]\napi_format = \"openai\"\nbase_url = \"{}\"\napi_key = \"{PROVIDER_KEY}\"\n\
+         headers = {{ \"X-Api-Key\" = \"{HEADER_KEY}\" }}\n",
+        llm.base_url()
+    );
+    let error = fail(&client(&toml), "hi").await;
+    let text = shown(&error);
+    assert!(!text.contains("sk-or-provider"), "the key or its start came back: {text}");
+    assert!(text.contains(&format!("{padding} key=***")), "{text}");
+    let short = ScriptedLlm::start(vec![Script::new("hi", vec![Reply::Status(403, format!("h={HEADER_KEY}"))])]).await;
+    let toml = toml.replace(&llm.base_url(), &short.base_url());
+    let text = shown(&fail(&client(&toml), "hi").await);
+    assert!(!text.contains(HEADER_KEY), "the header's key came back: {text}");
+    assert!(text.contains("h=***"), "{text}");
+}
+
+#[tokio::test]
+async fn keys_echoed_in_a_200_error_or_an_unreadable_body_are_masked() {
+    let in_error = format!("{{\"error\":{{\"message\":\"key {LLM_KEY} is revoked\"}}}}");
+    let not_json = format!("<html>bad gateway for {LLM_KEY}</html>");
+    let llm = ScriptedLlm::start(vec![
+        Script::new("error field", vec![Reply::Raw(in_error)]),
+        Script::new("not json", vec![Reply::Raw(not_json)]),
+    ])
+    .await;
+    let client = llm_client(&llm);
+    for user in ["error field", "not json"] {
+        let text = shown(&fail(&client, user).await);
+        assert!(!text.contains(LLM_KEY), "{user}: the key came back: {text}");
+        assert!(text.contains("***"), "{user}: {text}");
+    }
+}

@@ -1,0 +1,39 @@
+//! New user, pid, mount and network namespaces for one command, set up by an unprivileged process: the user
+//! namespace grants the rights to create the others. The ids map to themselves, so files the command writes
+//! belong to the assistant's user, and the capabilities the namespace grants are gone once the command execs
+//! as that (non-root) user; a root assistant stays root inside, held by Landlock and seccomp.
+
+use crate::SandboxError;
+use nix::mount::{MsFlags, mount};
+use nix::sched::{CloneFlags, unshare};
+use nix::unistd::{getgid, getuid};
+
+/// Moves this process into new user, mount and (without network) network namespaces; its next child starts
+/// a new pid namespace as its pid 1.
+pub fn enter(network: bool) -> Result<(), SandboxError> {
+    let uid = getuid();
+    let gid = getgid();
+    let mut flags = CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID;
+    if !network {
+        flags |= CloneFlags::CLONE_NEWNET;
+    }
+    unshare(flags).map_err(|e| SandboxError::Namespaces(format!("unshare: {e}")))?;
+    let write = |file: &str, text: String| {
+        std::fs::write(file, text).map_err(|e| SandboxError::Namespaces(format!("cannot write {file}: {e}")))
+    };
+    write("/proc/self/setgroups", "deny".into())?;
+    write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
+    write("/proc/self/gid_map", format!("{gid} {gid} 1"))?;
+    // Mounts made for the command (its /proc) must not propagate back to the host.
+    mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>)
+        .map_err(|e| SandboxError::Namespaces(format!("cannot make the mounts private: {e}")))?;
+    Ok(())
+}
+
+/// A /proc that shows only the new pid namespace: the command cannot list, or read the command lines of, the
+/// assistant's processes. Called by the namespace's pid 1.
+pub fn mount_proc() -> Result<(), SandboxError> {
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+    mount(Some("proc"), "/proc", Some("proc"), flags, None::<&str>)
+        .map_err(|e| SandboxError::Namespaces(format!("cannot mount /proc: {e}")))
+}

@@ -1,0 +1,328 @@
+//! The helper's process work: enter the namespaces, start the command (through a pid 1 of its own when there
+//! is a pid namespace), wait for it, and make sure nothing it started is left when the call ends.
+//!
+//! With a pid namespace, the end of its pid 1 makes the kernel kill everything in it, whatever session or
+//! group a process moved to. Without one, the helper is a child subreaper: orphans of the command become its
+//! children, and it kills them until none is left. A SIGTERM, SIGINT or SIGHUP to the helper (the tool's
+//! timeout) ends the command and everything it started the same way.
+
+use crate::{Capabilities, Policy, SETUP_FAILED_EXIT, SETUP_FAILED_PREFIX, SandboxError};
+use crate::{landlock_rules, namespaces, seccomp_filter};
+use nix::sys::prctl;
+use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::{ForkResult, Pid, fork};
+use std::ffi::{CString, OsString};
+use std::io::{Read, Write};
+use std::os::unix::ffi::OsStrExt;
+
+/// How the command ended.
+#[derive(Debug, Clone, Copy)]
+enum Ending {
+    Exited(i32),
+    Signaled(i32),
+}
+
+impl Ending {
+    fn encode(self) -> [u8; 8] {
+        let (kind, value) = match self {
+            Self::Exited(code) => (0i32, code),
+            Self::Signaled(signal) => (1, signal),
+        };
+        let mut out = [0u8; 8];
+        out[..4].copy_from_slice(&kind.to_le_bytes());
+        out[4..].copy_from_slice(&value.to_le_bytes());
+        out
+    }
+
+    fn decode(bytes: [u8; 8]) -> Self {
+        let kind = i32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+        let value = i32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]);
+        if kind == 1 { Self::Signaled(value) } else { Self::Exited(value) }
+    }
+
+    fn of(status: WaitStatus) -> Option<Self> {
+        match status {
+            WaitStatus::Exited(_, code) => Some(Self::Exited(code)),
+            WaitStatus::Signaled(_, signal, _) => Some(Self::Signaled(signal as i32)),
+            _ => None,
+        }
+    }
+}
+
+fn fail(error: &dyn std::fmt::Display) -> ! {
+    let _ = writeln!(std::io::stderr(), "{SETUP_FAILED_PREFIX}{error}");
+    std::process::exit(SETUP_FAILED_EXIT)
+}
+
+fn stop_signals() -> SigSet {
+    let mut set = SigSet::empty();
+    for signal in [Signal::SIGCHLD, Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+        set.add(signal);
+    }
+    set
+}
+
+/// Runs `argv` under `policy` and exits the way the command did.
+pub fn run(policy: &Policy, argv: &[OsString]) -> ! {
+    if argv.is_empty() {
+        fail(&"no command given");
+    }
+    if let Some((hidden, folder)) = policy.conflict() {
+        fail(&format!("{} must stay unreadable but lies inside writable {}", hidden.display(), folder.display()));
+    }
+    // The helper's own crash must not leave a core file with the command's data in it.
+    let _ = nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_CORE, 0, 0);
+    // The assistant going away (killed, crashed) takes the helper, and with it the pid namespace, along.
+    if let Err(e) = prctl::set_pdeathsig(Signal::SIGKILL) {
+        fail(&format!("cannot tie the sandbox to the assistant: {e}"));
+    }
+    if policy.namespaces {
+        if let Err(e) = namespaces::enter(policy.network) {
+            fail(&e);
+        }
+    } else if let Err(e) = prctl::set_child_subreaper(true) {
+        fail(&format!("cannot become a subreaper: {e}"));
+    }
+    let signals = stop_signals();
+    let mut old_mask = SigSet::empty();
+    if let Err(e) = sigprocmask(SigmaskHow::SIG_BLOCK, Some(&signals), Some(&mut old_mask)) {
+        fail(&format!("cannot block signals: {e}"));
+    }
+    let (report_read, report_write) = match nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) {
+        Ok(pair) => pair,
+        Err(e) => fail(&format!("cannot make a pipe: {e}")),
+    };
+    let child = match fork_now() {
+        ForkResult::Child => {
+            drop(report_read);
+            let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&old_mask), None);
+            if policy.namespaces {
+                be_pid_one(policy, argv, std::fs::File::from(report_write));
+            }
+            drop(report_write);
+            exec_command(policy, argv);
+        }
+        ForkResult::Parent { child } => child,
+    };
+    drop(report_write);
+    let (ended, stopped_by) = wait_for(child, &signals);
+    let ending = if policy.namespaces {
+        // pid 1 wrote how the command ended; without a word it died itself (a signal from outside).
+        let mut bytes = [0u8; 8];
+        match std::fs::File::from(report_read).read_exact(&mut bytes) {
+            Ok(()) => Ending::decode(bytes),
+            Err(_) => ended,
+        }
+    } else {
+        drop(report_read);
+        ended
+    };
+    end_everything(child);
+    if let Some(signal) = stopped_by {
+        exit_like(Ending::Signaled(signal as i32));
+    }
+    exit_like(ending)
+}
+
+#[allow(unsafe_code)]
+fn fork_now() -> ForkResult {
+    // SAFETY: the helper is single-threaded (no runtime, no threads were started), so the child may run any
+    // code after the fork, not only async-signal-safe calls.
+    match unsafe { fork() } {
+        Ok(result) => result,
+        Err(e) => fail(&format!("cannot fork: {e}")),
+    }
+}
+
+/// Waits until `child` ended or a stop signal came: how it ended, and the signal that stopped it.
+fn wait_for(child: Pid, signals: &SigSet) -> (Ending, Option<Signal>) {
+    loop {
+        match signals.wait() {
+            Ok(Signal::SIGCHLD) => {}
+            Ok(signal) => {
+                let _ = kill(child, Signal::SIGKILL);
+                end_everything(child);
+                return (Ending::Signaled(Signal::SIGKILL as i32), Some(signal));
+            }
+            Err(_) => continue,
+        }
+        loop {
+            match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::StillAlive) | Err(_) => break,
+                Ok(status) if status.pid() == Some(child) => {
+                    if let Some(ending) = Ending::of(status) {
+                        return (ending, None);
+                    }
+                }
+                Ok(_) => {}
+            }
+        }
+    }
+}
+
+/// Kills and reaps every process left: with a pid namespace that is only its pid 1 (the kernel ends the
+/// rest); as a subreaper, each orphan that came to the helper, until none is left.
+fn end_everything(child: Pid) {
+    let _ = kill(child, Signal::SIGKILL);
+    loop {
+        for pid in children() {
+            let _ = kill(pid, Signal::SIGKILL);
+        }
+        match waitpid(None, None) {
+            Ok(_) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// The helper's live children, from `/proc/self/task/<tid>/children`.
+fn children() -> Vec<Pid> {
+    let me = std::process::id();
+    std::fs::read_to_string(format!("/proc/self/task/{me}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|pid| pid.parse::<i32>().ok())
+        .map(Pid::from_raw)
+        .collect()
+}
+
+fn exit_like(ending: Ending) -> ! {
+    match ending {
+        Ending::Exited(code) => std::process::exit(code),
+        Ending::Signaled(number) => {
+            if let Ok(signal) = Signal::try_from(number) {
+                let mut set = SigSet::empty();
+                set.add(signal);
+                let _ = sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&set), None);
+                let _ = nix::sys::signal::raise(signal);
+            }
+            std::process::exit(128 + number)
+        }
+    }
+}
+
+/// The pid namespace's first process: mounts its /proc, starts the command, reaps whatever is orphaned to it,
+/// and reports how the command ended. Its exit ends the namespace.
+fn be_pid_one(policy: &Policy, argv: &[OsString], mut report: std::fs::File) -> ! {
+    if let Err(e) = prctl::set_pdeathsig(Signal::SIGKILL) {
+        fail(&format!("cannot tie the sandbox to the assistant: {e}"));
+    }
+    if let Err(e) = namespaces::mount_proc() {
+        fail(&e);
+    }
+    let command = match fork_now() {
+        ForkResult::Child => {
+            drop(report);
+            exec_command(policy, argv)
+        }
+        ForkResult::Parent { child } => child,
+    };
+    loop {
+        match waitpid(None, None) {
+            Ok(status) if status.pid() == Some(command) => {
+                if let Some(ending) = Ending::of(status) {
+                    let _ = report.write_all(&ending.encode());
+                    std::process::exit(0);
+                }
+            }
+            Ok(_) => {}
+            Err(_) => std::process::exit(SETUP_FAILED_EXIT),
+        }
+    }
+}
+
+fn exec_command(policy: &Policy, argv: &[OsString]) -> ! {
+    // Without a pid namespace the helper's death must still end the command (its orphans stay the helper's
+    // problem only while it lives).
+    if !policy.namespaces {
+        let _ = prctl::set_pdeathsig(Signal::SIGKILL);
+    }
+    close_inherited_descriptors();
+    if let Err(e) = confine(policy) {
+        fail(&e);
+    }
+    let args: Vec<CString> = match argv.iter().map(|a| CString::new(a.as_bytes())).collect() {
+        Ok(args) => args,
+        Err(_) => fail(&"an argument contains a NUL byte"),
+    };
+    let error = match nix::unistd::execvp(&args[0], &args) {
+        Err(error) => error,
+        Ok(never) => match never {},
+    };
+    let _ = writeln!(std::io::stderr(), "{SETUP_FAILED_PREFIX}cannot run `{}`: {error}", argv[0].to_string_lossy());
+    std::process::exit(127)
+}
+
+fn confine(policy: &Policy) -> Result<(), SandboxError> {
+    set_limits(policy)?;
+    drop_ptrace_capability();
+    landlock_rules::restrict(policy)?;
+    seccomp_filter::install(policy.network)
+}
+
+/// A descriptor the assistant leaked without close-on-exec (a library's, a database's) would hand the command a
+/// file Landlock never sees it open: all but stdin, stdout and stderr close at the exec.
+#[allow(unsafe_code)]
+fn close_inherited_descriptors() {
+    const CLOSE_RANGE_CLOEXEC: libc::c_uint = 4;
+    // SAFETY: close_range takes plain integers and only sets flags on this process's descriptors.
+    unsafe {
+        libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, CLOSE_RANGE_CLOEXEC);
+    }
+}
+
+/// A root command keeps its other rights, but not the one that reads any process's memory and environment
+/// (the assistant marks itself non-dumpable, which only this capability overrides). Dropped from the bounding
+/// set, so the exec leaves it out; a non-root helper has nothing to drop and gets EPERM, which is fine.
+#[allow(unsafe_code)]
+fn drop_ptrace_capability() {
+    const CAP_SYS_PTRACE: libc::c_ulong = 19;
+    // SAFETY: PR_CAPBSET_DROP takes the capability number by value and touches no memory of ours.
+    unsafe {
+        libc::prctl(libc::PR_CAPBSET_DROP, CAP_SYS_PTRACE, 0, 0, 0);
+    }
+}
+
+fn set_limits(policy: &Policy) -> Result<(), SandboxError> {
+    use nix::sys::resource::{Resource, setrlimit};
+    let set = |resource, value: u64| {
+        setrlimit(resource, value, value).map_err(|e| SandboxError::Setup(format!("setrlimit {resource:?}: {e}")))
+    };
+    set(Resource::RLIMIT_CORE, 0)?;
+    let Some(limits) = &policy.limits else { return Ok(()) };
+    let pairs = [
+        (Resource::RLIMIT_CPU, limits.cpu_seconds),
+        (Resource::RLIMIT_AS, limits.memory_bytes),
+        (Resource::RLIMIT_FSIZE, limits.fsize_bytes),
+        (Resource::RLIMIT_NPROC, limits.nproc),
+        (Resource::RLIMIT_NOFILE, limits.nofile),
+    ];
+    for (resource, value) in pairs {
+        if let Some(value) = value {
+            set(resource, value)?;
+        }
+    }
+    Ok(())
+}
+
+/// `minibot-sandbox --probe`: what this host offers. Runs in a helper process of its own, which it may leave
+/// in new namespaces: it exits right after.
+pub fn probe_here() -> Capabilities {
+    let landlock_abi = landlock_rules::kernel_abi();
+    let seccomp = seccomp_filter::available();
+    let namespaces_refused = match namespaces::enter(false) {
+        Err(e) => Some(e.to_string()),
+        Ok(()) => match fork_now() {
+            ForkResult::Child => {
+                let code = if namespaces::mount_proc().is_ok() { 0 } else { 1 };
+                std::process::exit(code)
+            }
+            ForkResult::Parent { child } => match waitpid(child, None) {
+                Ok(WaitStatus::Exited(_, 0)) => None,
+                _ => Some("cannot mount /proc in a new pid namespace".into()),
+            },
+        },
+    };
+    Capabilities { landlock_abi, seccomp, namespaces_refused }
+}
