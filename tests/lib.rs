@@ -50,6 +50,14 @@ impl Home {
     }
 }
 
+/// The result of the turn's one tool call as the model read it in its second (and last) request.
+pub fn tool_result(llm: &ScriptedLlm) -> serde_json::Value {
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 2, "the model is asked again after the call: {requests:?}");
+    let tool = requests[1]["messages"].as_array().unwrap().iter().find(|m| m["role"] == "tool").cloned().unwrap();
+    serde_json::from_str(tool["content"].as_str().unwrap()).unwrap()
+}
+
 /// Runs a command on a blocking thread so the scripted server keeps serving meanwhile. A run that takes more
 /// than two minutes is killed and fails the test instead of hanging the suite.
 pub async fn run(mut command: Command) -> Output {

@@ -1,11 +1,10 @@
 //! Logs go as logfmt lines to `logs/minibot.log` (next to the config file) and, with `--verbose`, to stderr.
-//! `RUST_LOG` wins over `[runtime].log_level` / `[logging].log_level`. Both outputs pass through a
-//! [`Redactor`] of the vault's values and the configured provider keys, so no known secret value is ever written
-//! to either.
+//! `RUST_LOG` wins over `[runtime].log_level` / `[logging].log_level`. Both outputs pass through a redactor
+//! ([`Config::log_redactor`]) of the vault's values and the configured provider keys, so no known secret value is
+//! ever written to either.
 
 use anyhow::Context;
 use minibot_config::Config;
-use minibot_vault::Redactor;
 use std::fs::OpenOptions;
 use std::sync::Arc;
 use tracing_subscriber::EnvFilter;
@@ -34,7 +33,7 @@ pub fn init(config: &Config, verbose: bool) -> anyhow::Result<()> {
         .append(true)
         .open(&path)
         .with_context(|| format!("cannot open log file {}", path.display()))?;
-    let redactor = log_redactor(config);
+    let redactor = config.log_redactor();
     // Each event is formatted whole and written with one append, so lines of concurrent events never mix.
     let file = Arc::new(file);
     let file_writer = {
@@ -55,27 +54,4 @@ pub fn init(config: &Config, verbose: bool) -> anyhow::Result<()> {
     });
     tracing_subscriber::registry().with(file_layer).with(stderr_layer).try_init().ok();
     Ok(())
-}
-
-/// The vault's values and every provider key: `[llm] api_key`, each `[providers.*] api_key`, and the main
-/// endpoint's key, which may come from the environment. A key written in plain text is as secret as one in the
-/// vault.
-fn log_redactor(config: &Config) -> Redactor {
-    let main_key = config.main_llm().api_key;
-    let keys = std::iter::once(config.llm.api_key.as_str())
-        .chain(config.providers.values().map(|provider| provider.api_key.as_str()))
-        .chain(std::iter::once(main_key.as_str()));
-    Redactor::from_values(config.secrets.values().chain(keys))
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn plain_text_provider_keys_are_masked_in_logs() {
-        let toml =
-            "[llm]\napi_key = \"sk-llm-key-1\"\n[providers.gw]\napi_format = \"openai\"\napi_key = \"sk-gw-key-2\"\n";
-        let config = minibot_config::Config::from_toml(toml, "test.toml", std::env::temp_dir(), &|_| None).unwrap();
-        let line = super::log_redactor(&config).redact("rejected sk-llm-key-1 and sk-gw-key-2").into_owned();
-        assert_eq!(line, "rejected *** and ***");
-    }
 }

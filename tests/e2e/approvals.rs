@@ -2,7 +2,7 @@
 //! it unless `--approve` allows it, and the interactive console (under a pseudo-terminal, through `script`) asks
 //! and runs it only on `y`. Every test checks the effect itself: the file the command would create.
 
-use minibot_e2e::{Home, Reply, Script, ScriptedLlm, Terminal, run, stderr, stdout};
+use minibot_e2e::{Home, Reply, Script, ScriptedLlm, Terminal, run, stderr, stdout, tool_result};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
@@ -17,14 +17,6 @@ async fn model(message: &str, marker: &Path, answer: &str) -> ScriptedLlm {
     ScriptedLlm::start(vec![Script::new(message, vec![Reply::tool("bash", command), Reply::text(answer)])]).await
 }
 
-/// The result of the bash call as the model read it in its second request.
-fn bash_result(llm: &ScriptedLlm) -> Value {
-    let requests = llm.requests();
-    assert_eq!(requests.len(), 2, "the model is asked again after the call: {requests:?}");
-    let tool = requests[1]["messages"].as_array().unwrap().iter().find(|m| m["role"] == "tool").cloned().unwrap();
-    serde_json::from_str(tool["content"].as_str().unwrap()).unwrap()
-}
-
 #[tokio::test]
 async fn once_denies_a_gated_call_and_tells_the_model_why() {
     let scratch = tempfile::tempdir().unwrap();
@@ -37,7 +29,7 @@ async fn once_denies_a_gated_call_and_tells_the_model_why() {
     assert!(!marker.exists(), "the denied command ran");
     assert!(stderr(&output).contains("bash denied"), "{}", stderr(&output));
     assert!(!stderr(&output).contains("running bash"), "{}", stderr(&output));
-    let result = bash_result(&llm);
+    let result = tool_result(&llm);
     assert_eq!(result["error_code"], "tool_approval:denied", "{result}");
     let error = result["error"].as_str().unwrap();
     assert!(error.starts_with("The user did not approve bash: the console --once run cannot ask"), "{error}");
@@ -56,7 +48,7 @@ async fn once_with_approve_runs_the_matching_call() {
     assert_eq!(stdout(&output), "done\n");
     assert!(marker.exists(), "the approved command did not run; stderr: {}", stderr(&output));
     assert!(stderr(&output).contains("bash approved by --approve"), "{}", stderr(&output));
-    assert_eq!(bash_result(&llm)["ok"], true);
+    assert_eq!(tool_result(&llm)["ok"], true);
 }
 
 #[tokio::test]
@@ -104,14 +96,14 @@ async fn repl_answering(keys: &str, reply: &str) -> (ScriptedLlm, PathBuf, tempf
 async fn the_console_runs_a_gated_call_when_the_user_says_yes() {
     let (llm, marker, _scratch, screen) = repl_answering("y\r", "all done").await;
     assert!(marker.exists(), "the approved command did not run; screen:\n{screen}");
-    assert_eq!(bash_result(&llm)["ok"], true);
+    assert_eq!(tool_result(&llm)["ok"], true);
 }
 
 #[tokio::test]
 async fn the_console_denies_a_gated_call_when_the_user_says_no() {
     let (llm, marker, _scratch, screen) = repl_answering("n\r", "all done").await;
     assert!(!marker.exists(), "the denied command ran; screen:\n{screen}");
-    let result = bash_result(&llm);
+    let result = tool_result(&llm);
     assert_eq!(result["error_code"], "tool_approval:denied", "{result}");
     assert_eq!(result["error"], "The user did not approve bash. Do not retry it unless the user asks again.");
 }
@@ -143,7 +135,7 @@ async fn an_unanswered_question_times_out_and_is_withdrawn() {
     let screen = terminal.wait_for("all done").await;
     terminal.exit().await;
     assert!(!marker.exists(), "the command ran without an answer; screen:\n{screen}");
-    let result = bash_result(&llm);
+    let result = tool_result(&llm);
     assert_eq!(result["error_code"], "tool_approval:denied", "{result}");
     assert!(result["error"].as_str().unwrap().contains("nobody answered the approval request within 1 s"), "{result}");
 }

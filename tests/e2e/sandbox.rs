@@ -2,19 +2,11 @@
 //! cannot read the assistant's environment or its config, nor reach the network; a host that cannot provide the
 //! mode stops start-up with one line.
 
-use minibot_e2e::{Home, Reply, Script, ScriptedLlm, run, stderr, stdout};
-use serde_json::{Value, json};
+use minibot_e2e::{Home, Reply, Script, ScriptedLlm, run, stderr, stdout, tool_result};
+use serde_json::json;
 
 const ENV_CANARY: &str = "e2e-env-secret-4711";
 const CONFIG_CANARY: &str = "config-canary-4711";
-
-/// The result of the first tool call as the model read it in its second request.
-fn tool_result(llm: &ScriptedLlm) -> Value {
-    let requests = llm.requests();
-    assert_eq!(requests.len(), 2, "the model is asked again after the call: {requests:?}");
-    let tool = requests[1]["messages"].as_array().unwrap().iter().find(|m| m["role"] == "tool").cloned().unwrap();
-    serde_json::from_str(tool["content"].as_str().unwrap()).unwrap()
-}
 
 #[tokio::test]
 async fn the_model_cannot_read_the_assistants_environment_or_config_nor_reach_the_network() {

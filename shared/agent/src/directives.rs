@@ -120,7 +120,8 @@ async fn user_parts(directive: &Value) -> Result<Message, String> {
                 let path = part.pointer("/source/path").and_then(Value::as_str).unwrap_or_default();
                 // Never more than the cap plus one byte: the file may have grown since the tool checked it.
                 let cap = if kind == "image" { MAX_IMAGE_BYTES } else { MAX_TEXT_BYTES as u64 };
-                let bytes = read_at_most(path, cap + 1).await.map_err(|e| format!("cannot read {path}: {e}"))?;
+                let (bytes, size) =
+                    read_at_most(path, cap + 1).await.map_err(|e| format!("cannot read {path}: {e}"))?;
                 let name = text("filename");
                 if kind == "image" {
                     if bytes.len() as u64 > MAX_IMAGE_BYTES {
@@ -128,7 +129,6 @@ async fn user_parts(directive: &Value) -> Result<Message, String> {
                     }
                     out.push(ContentPart::image_data(&text("mime"), &bytes));
                 } else {
-                    let size = tokio::fs::metadata(path).await.map_or(bytes.len() as u64, |m| m.len());
                     out.push(ContentPart::Text(file_text(&name, &bytes, size)));
                 }
             }
@@ -164,11 +164,15 @@ fn file_text(name: &str, bytes: &[u8], total: u64) -> String {
     out
 }
 
-async fn read_at_most(path: &str, limit: u64) -> std::io::Result<Vec<u8>> {
+/// The first `limit` bytes of the file the tool checked, and its whole size. Opened without following links: a
+/// folder on the path swapped for a link since the check cannot bring another file into the conversation.
+async fn read_at_most(path: &str, limit: u64) -> std::io::Result<(Vec<u8>, u64)> {
     use tokio::io::AsyncReadExt;
+    let file = minibot_sandbox::open_without_links(std::path::Path::new(path))?;
+    let size = file.metadata()?.len();
     let mut bytes = Vec::new();
-    tokio::fs::File::open(path).await?.take(limit).read_to_end(&mut bytes).await?;
-    Ok(bytes)
+    tokio::fs::File::from_std(file).take(limit).read_to_end(&mut bytes).await?;
+    Ok((bytes, size))
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ pub use error::{ConfigError, Result};
 pub use expand::expand_str;
 pub use minibot_vault::Secrets;
 pub use paths::sqlite_path_from_url;
-pub use providers::{ApiFormat, LlmEndpoint, MissingApiKey, ProviderChoice, ProviderUnavailable};
+pub use providers::{ApiFormat, LlmEndpoint, MissingApiKey, ProviderChoice, ProviderUnavailable, is_credential};
 pub use schema::*;
 pub use support::{Unsupported, check_agents};
 pub use vault::Unlock;

@@ -22,7 +22,9 @@ pub struct OpenAiChat {
     /// Secret values never leave in a request body or come back in an error: a tool result or a message that
     /// carries one is masked before it is sent, and provider text quoted in an error is masked before it is cut.
     /// Holds the vault's values and this endpoint's own credentials (a server may echo the key it rejects).
+    /// Masks provider text quoted in errors: the vault's values and this endpoint's credentials.
     redactor: Redactor,
+    message_redactor: Redactor,
 }
 
 impl OpenAiChat {
@@ -50,6 +52,9 @@ impl OpenAiChat {
             retry: RetryPolicy { attempts: endpoint.retry_attempts + 1, base: endpoint.retry_delay },
             timeout: endpoint.request_timeout,
             redactor: Redactor::from_values(endpoint.secrets.values().chain(credentials(endpoint))),
+            // The conversation is masked with the vault's values only: a local server's placeholder key
+            // (`ollama`, `EMPTY`) is a word a user may well write.
+            message_redactor: Redactor::new(&endpoint.secrets),
         })
     }
 
@@ -89,7 +94,7 @@ impl ChatProvider for OpenAiChat {
     fn complete<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<ChatResponse>> {
         Box::pin(async move {
             let mut body = request_body(request);
-            redact_messages(&self.redactor, &mut body);
+            redact_messages(&self.message_redactor, &mut body);
             let body = body.to_string().into_bytes();
             let mut retry = 0;
             loop {
@@ -161,13 +166,15 @@ fn credentials(endpoint: &LlmEndpoint) -> impl Iterator<Item = &str> {
             ["auth", "key", "token", "secret"].iter().any(|word| name.contains(word))
         })
         .flat_map(|(_, value)| [value.as_str(), value.rsplit(' ').next().unwrap_or_default()]);
-    std::iter::once(endpoint.api_key.as_str()).chain(headers)
+    std::iter::once(endpoint.api_key.as_str()).chain(headers).filter(|value| minibot_config::is_credential(value))
 }
 
 /// Provider text as an error quotes it: secrets masked, then cut. Masking comes first so a cut through a key
 /// cannot leave its start readable.
+/// A JSON body is read first, so a key the server escaped (`\/`, `\u0041`) is matched in its plain form.
 fn quote(redactor: &Redactor, text: &str) -> String {
-    cut(&redactor.redact(text))
+    let unescaped = redactor.redact_json_text(text);
+    cut(&redactor.redact(&unescaped))
 }
 
 fn cut(text: &str) -> String {

@@ -52,7 +52,8 @@ impl DynTool for BridgeTool {
                 Value::Object(map) => map,
                 Value::Null => Map::new(),
                 other => {
-                    let error = format!("arguments must be an object, got {other}");
+                    let error =
+                        format!("arguments must be an object, got {}", minibot_agent::excerpt(&other.to_string()));
                     return Ok(error_result(server, "invalid_arguments", &error, Some(&self.remote)));
                 }
             };

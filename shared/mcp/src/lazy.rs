@@ -153,19 +153,24 @@ impl LazyCallTool {
             // Models often omit the object for tools without parameters.
             None | Some(Value::Null) => Map::new(),
             Some(other) => {
-                let error = format!("`arguments` must be an object, got {other}");
+                let error =
+                    format!("`arguments` must be an object, got {}", minibot_agent::excerpt(&other.to_string()));
                 return error_result(server, "invalid_arguments", &error, Some(&tool));
             }
         };
         if !self.server.allows(&tool) {
-            let error = format!("tool `{tool}` is disabled for MCP server `{server}`");
+            let error = format!("tool `{}` is disabled for MCP server `{server}`", minibot_agent::excerpt(&tool));
             return error_result(server, "mcp_tool_not_available", &error, Some(&tool));
         }
         match self.server.catalog().await {
             Ok(catalog) if catalog.iter().any(|t| t.name == tool) => {}
             Ok(catalog) => {
                 let names: Vec<&str> = catalog.iter().map(|t| t.name.as_str()).collect();
-                let error = format!("MCP server `{server}` has no tool `{tool}`; available: {}", names.join(", "));
+                let error = format!(
+                    "MCP server `{server}` has no tool `{}`; available: {}",
+                    minibot_agent::excerpt(&tool),
+                    names.join(", ")
+                );
                 return error_result(server, "mcp_tool_not_available", &error, Some(&tool));
             }
             Err(err) => {

@@ -66,11 +66,14 @@ pub fn call_result(server: &str, tool: &str, output: CallOutput) -> Value {
     })
 }
 
-/// The `{ok:false,...}` object for a failure that never produced a tool result.
+/// The `{ok:false,...}` object for a failure that never produced a tool result. It is a result, not a tool
+/// error, so it gets the agent's error cap here: the text (a server's message may echo the arguments) and the
+/// tool name the model wrote are kept short.
 pub fn error_result(server: &str, code: &str, error: &str, tool: Option<&str>) -> Value {
+    let error = minibot_agent::cap_error_message(error);
     let mut out = json!({"ok": false, "server": server, "error_code": code, "error": error});
     if let (Some(tool), Value::Object(map)) = (tool, &mut out) {
-        map.insert("tool".into(), Value::String(tool.to_string()));
+        map.insert("tool".into(), Value::String(minibot_agent::excerpt(tool)));
     }
     out
 }

@@ -67,6 +67,10 @@ pub fn restrict(policy: &Policy) -> Result<(), SandboxError> {
     for folder in &policy.read_write {
         created = add(created, folder, AccessFs::from_all(abi))?;
     }
+    if policy.namespaces && Path::new(crate::namespaces::SHM).is_dir() {
+        // pid 1 mounted a private tmpfs there (or failed the call): the host's is never granted.
+        created = add(created, Path::new(crate::namespaces::SHM), AccessFs::from_all(abi))?;
+    }
     let status = created.restrict_self().map_err(err)?;
     if status.ruleset == RulesetStatus::NotEnforced {
         return Err(SandboxError::Landlock("the ruleset was not enforced".into()));
@@ -100,7 +104,9 @@ fn expand_hidden(policy: &Policy) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let sockets = SOCKET_FOLDERS.iter().map(PathBuf::from);
     let runtime_dir = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from);
-    let extra: Vec<PathBuf> = if policy.network { Vec::new() } else { sockets.chain(runtime_dir).collect() };
+    // Only those that exist: a hidden path makes every folder on its way enumerated, and /tmp can be large.
+    let extra: Vec<PathBuf> =
+        if policy.network { Vec::new() } else { sockets.chain(runtime_dir).filter(|p| p.exists()).collect() };
     for path in policy.hidden.iter().chain(&extra) {
         for form in crate::policy::forms(path) {
             if !out.contains(&form) {

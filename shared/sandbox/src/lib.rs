@@ -3,14 +3,19 @@
 //! `minibot-sandbox` helper that runs one command inside it.
 //!
 //! The helper, not the assistant, is the command's parent: its environment holds only what the command gets
-//! anyway, so `/proc/$PPID/environ` shows nothing of value. It puts the command in new user, pid, mount and
-//! (without network) network namespaces where the kernel allows them, so nothing the command starts outlives
+//! anyway, so `/proc/$PPID/environ` shows nothing of value. It puts the command in new user, pid and mount
+//! namespaces where the kernel allows them, so nothing the command starts outlives
 //! it; where it does not, the helper is a child subreaper that ends every descendant. The command itself runs
 //! under Landlock (read-only file system, read-write managed root and private temp folder, the assistant's
 //! config, vault, data and logs not readable at all) and a seccomp filter (no new namespaces, no mounts, no
 //! ptrace, no sockets but Unix ones when the network is off).
+//!
+//! It also owns [`open_without_links`], with which a file a tool checked is opened again later without a link
+//! swapped onto its path taking the open elsewhere.
 
 pub mod locate;
+#[cfg(target_os = "linux")]
+pub mod open;
 pub mod policy;
 pub mod probe;
 
@@ -24,6 +29,8 @@ mod seccomp_filter;
 pub mod supervise;
 
 pub use locate::{Helper, helper, serve_if_asked};
+#[cfg(target_os = "linux")]
+pub use open::open_without_links;
 pub use policy::{Limits, Policy, SETUP_FAILED_EXIT, SETUP_FAILED_PREFIX};
 pub use probe::{Capabilities, probe};
 

@@ -18,7 +18,7 @@ pub struct Policy {
     pub hidden: Vec<PathBuf>,
     /// Whether the command may open network sockets.
     pub network: bool,
-    /// Run in new user, pid, mount (and without network, network) namespaces. The probe says whether the host
+    /// Run in new user, pid and mount namespaces. The probe says whether the host
     /// allows them; when asked for and refused, the helper fails rather than run weaker.
     pub namespaces: bool,
     pub limits: Option<Limits>,
@@ -32,6 +32,29 @@ pub struct Limits {
     pub fsize_bytes: Option<u64>,
     pub nproc: Option<u64>,
     pub nofile: Option<u64>,
+}
+
+impl Limits {
+    /// Applies the limits (and no core files) to this process with `setrlimit`. Allocates nothing, so it may
+    /// run between fork and exec.
+    #[cfg(target_os = "linux")]
+    pub fn apply(&self) -> Result<(), nix::Error> {
+        use nix::sys::resource::{Resource, setrlimit};
+        setrlimit(Resource::RLIMIT_CORE, 0, 0)?;
+        let pairs = [
+            (Resource::RLIMIT_CPU, self.cpu_seconds),
+            (Resource::RLIMIT_AS, self.memory_bytes),
+            (Resource::RLIMIT_FSIZE, self.fsize_bytes),
+            (Resource::RLIMIT_NPROC, self.nproc),
+            (Resource::RLIMIT_NOFILE, self.nofile),
+        ];
+        for (resource, value) in pairs {
+            if let Some(value) = value {
+                setrlimit(resource, value, value)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Policy {

@@ -12,7 +12,7 @@ pub struct Capabilities {
     pub landlock_abi: u32,
     /// Whether seccomp filters can be installed.
     pub seccomp: bool,
-    /// `None` when new user, pid, mount and network namespaces work here; otherwise why not.
+    /// `None` when new user, pid and mount namespaces work here; otherwise why not.
     pub namespaces_refused: Option<String>,
 }
 
@@ -39,13 +39,10 @@ impl Capabilities {
     }
 
     /// The layers a command gets, for tool results and `get_settings`.
-    pub fn layers(&self, network: bool) -> Vec<&'static str> {
+    pub fn layers(&self) -> Vec<&'static str> {
         let mut layers = vec!["landlock", "seccomp"];
         if self.namespaces_refused.is_none() {
             layers.push("pid-namespace");
-            if !network {
-                layers.push("network-namespace");
-            }
         } else {
             layers.push("subreaper");
         }

@@ -78,7 +78,7 @@ pub fn run(policy: &Policy, argv: &[OsString]) -> ! {
         fail(&format!("cannot tie the sandbox to the assistant: {e}"));
     }
     if policy.namespaces {
-        if let Err(e) = namespaces::enter(policy.network) {
+        if let Err(e) = namespaces::enter() {
             fail(&e);
         }
     } else if let Err(e) = prctl::set_child_subreaper(true) {
@@ -208,7 +208,7 @@ fn be_pid_one(policy: &Policy, argv: &[OsString], mut report: std::fs::File) -> 
     if let Err(e) = prctl::set_pdeathsig(Signal::SIGKILL) {
         fail(&format!("cannot tie the sandbox to the assistant: {e}"));
     }
-    if let Err(e) = namespaces::mount_proc() {
+    if let Err(e) = namespaces::mount_proc().and_then(|()| namespaces::mount_private_shm()) {
         fail(&e);
     }
     let command = match fork_now() {
@@ -285,25 +285,7 @@ fn drop_ptrace_capability() {
 }
 
 fn set_limits(policy: &Policy) -> Result<(), SandboxError> {
-    use nix::sys::resource::{Resource, setrlimit};
-    let set = |resource, value: u64| {
-        setrlimit(resource, value, value).map_err(|e| SandboxError::Setup(format!("setrlimit {resource:?}: {e}")))
-    };
-    set(Resource::RLIMIT_CORE, 0)?;
-    let Some(limits) = &policy.limits else { return Ok(()) };
-    let pairs = [
-        (Resource::RLIMIT_CPU, limits.cpu_seconds),
-        (Resource::RLIMIT_AS, limits.memory_bytes),
-        (Resource::RLIMIT_FSIZE, limits.fsize_bytes),
-        (Resource::RLIMIT_NPROC, limits.nproc),
-        (Resource::RLIMIT_NOFILE, limits.nofile),
-    ];
-    for (resource, value) in pairs {
-        if let Some(value) = value {
-            set(resource, value)?;
-        }
-    }
-    Ok(())
+    policy.limits.clone().unwrap_or_default().apply().map_err(|e| SandboxError::Setup(format!("setrlimit: {e}")))
 }
 
 /// `minibot-sandbox --probe`: what this host offers. Runs in a helper process of its own, which it may leave
@@ -311,7 +293,7 @@ fn set_limits(policy: &Policy) -> Result<(), SandboxError> {
 pub fn probe_here() -> Capabilities {
     let landlock_abi = landlock_rules::kernel_abi();
     let seccomp = seccomp_filter::available();
-    let namespaces_refused = match namespaces::enter(false) {
+    let namespaces_refused = match namespaces::enter() {
         Err(e) => Some(e.to_string()),
         Ok(()) => match fork_now() {
             ForkResult::Child => {

@@ -126,12 +126,15 @@ fn main() {
 /// `bash true` through the tool in one sandbox mode. `contain` goes through the `minibot-sandbox` helper (build
 /// it first: `cargo build -p minibot-sandbox`), hiding a config file and a data folder like a real config does.
 fn bash_round_trip(runtime: &tokio::runtime::Runtime, mode: SandboxMode) {
-    let home = tempfile::tempdir().unwrap();
+    // In the package folder, not in /tmp: Landlock rules are made for the neighbours of every folder on the way
+    // to a hidden path, and a busy /tmp (hundreds of entries) is not where an assistant's config lives.
+    let home = tempfile::Builder::new().prefix(".bench-home-").tempdir_in(".").unwrap();
     std::fs::write(home.path().join("config.toml"), "x").unwrap();
     std::fs::create_dir_all(home.path().join("data")).unwrap();
     let scope = SandboxScope {
         read_write: vec![home.path().join("files")],
         hidden: vec![home.path().join("config.toml"), home.path().join("data")],
+        temp_root: home.path().join("data/sandbox-tmp"),
     };
     let section = minibot_config::BashSection { enabled: true, sandbox_mode: mode, ..Default::default() };
     let bash = dyn_tool(Bash::new(&section, scope, None));

@@ -260,7 +260,7 @@ impl AsyncTelegramApi for BotApi {
         };
         let mut parts = Vec::new();
         for (name, path) in &files {
-            let bytes = tokio::fs::read(path)
+            let bytes = read_checked_file(path)
                 .await
                 .map_err(|e| ApiError::File { path: path.display().to_string(), detail: e.to_string() })?;
             let file_name = path.file_name().map_or_else(|| "file".to_string(), |n| n.to_string_lossy().into_owned());
@@ -294,4 +294,12 @@ impl AsyncTelegramApi for BotApi {
         })
         .await
     }
+}
+
+/// A file a tool checked, read without following links (see [`minibot_sandbox::open_without_links`]).
+async fn read_checked_file(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    use tokio::io::AsyncReadExt;
+    let mut bytes = Vec::new();
+    tokio::fs::File::from_std(minibot_sandbox::open_without_links(path)?).read_to_end(&mut bytes).await?;
+    Ok(bytes)
 }

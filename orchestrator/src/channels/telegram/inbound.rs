@@ -241,13 +241,9 @@ async fn fetch(
         tracing::warn!(chat_id, message_id, source, %error, "cannot place the attachment under the managed root");
         SkipReason::SaveFailed
     })?;
-    let write = async {
-        if let Some(parent) = target.absolute.parent() {
-            tokio::fs::create_dir_all(parent).await?;
-        }
-        tokio::fs::write(&target.absolute, &bytes).await
-    };
-    if let Err(error) = write.await {
+    // Through the root's handle, as the file tools write: a folder swapped for a link mid-write cannot take the
+    // file outside the root. (A short blocking write: Telegram files are at most 20 MB.)
+    if let Err(error) = root.create_parent(&target).and_then(|()| root.replace(&target, &bytes)) {
         tracing::warn!(chat_id, message_id, source, path = %target.absolute.display(), %error, "cannot save the attachment");
         return Err(SkipReason::SaveFailed);
     }

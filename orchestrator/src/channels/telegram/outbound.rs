@@ -150,8 +150,8 @@ impl Sender {
             .as_deref()
             .filter(|c| !c.trim().is_empty())
             .map(|c| c.chars().take(MAX_CAPTION_CHARS).collect::<String>());
-        let size = tokio::fs::metadata(&file.path)
-            .await
+        let size = minibot_sandbox::open_without_links(&file.path)
+            .and_then(|opened| opened.metadata())
             .map_err(|e| ApiError::File { path: file.path.display().to_string(), detail: e.to_string() })?
             .len();
         let is_photo = file

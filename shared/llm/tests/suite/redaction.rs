@@ -87,3 +87,32 @@ async fn keys_echoed_in_a_200_error_or_an_unreadable_body_are_masked() {
         assert!(text.contains("***"), "{user}: {text}");
     }
 }
+
+#[tokio::test]
+async fn a_placeholder_key_is_not_masked_in_what_the_user_says_and_an_escaped_key_is() {
+    // Local servers take placeholder keys that are ordinary words; the conversation reaches the model whole.
+    let llm = ScriptedLlm::start(vec![Script::new("update ollama", vec![Reply::text("sure")])]).await;
+    let local = client(&format!(
+        "[llm]\nbase_url = \"{}\"\napi_key = \"ollama\"\nmodel = \"m\"\nretry_attempts = 0\n",
+        llm.base_url()
+    ));
+    let request = ChatRequest {
+        model: "m".into(),
+        messages: vec![Message::User("how do I update ollama?".into())],
+        ..ChatRequest::default()
+    };
+    local.complete(&request).await.unwrap();
+    assert!(llm.requests()[0].to_string().contains("how do I update ollama?"), "{:?}", llm.requests());
+
+    // A gateway that escapes `/` in JSON (PHP does) still has the key masked.
+    let slashed = "sk-live/with/slashes-0123456789";
+    let body = format!("{{\"error\":{{\"message\":\"bad key {}\"}}}}", slashed.replace('/', "\\/"));
+    let llm = ScriptedLlm::start(vec![Script::new("hi", vec![Reply::Status(401, body)])]).await;
+    let toml = format!(
+        "[llm]\nbase_url = \"{}\"\napi_key = \"{slashed}\"\nmodel = \"m\"\nretry_attempts = 0\n",
+        llm.base_url()
+    );
+    let text = shown(&fail(&client(&toml), "hi").await);
+    assert!(!text.contains("slashes-0123456789"), "the escaped key came back: {text}");
+    assert!(text.contains("bad key ***"), "{text}");
+}

@@ -78,21 +78,19 @@ impl ArtifactPlan {
     }
 
     /// Copies matching files out of the run folder into managed storage. Links are never followed, so code
-    /// cannot export `/etc/passwd` by linking to it, even by swapping a link in while the export runs. (The
-    /// managed root is known to the plan; the caller's `_root` is the same folder.)
-    pub(crate) fn export(&self, c: &PythonExecSection, _root: &Path, run_dir: &Path) -> (Vec<Value>, Vec<Value>) {
+    /// cannot export `/etc/passwd` by linking to it, even by swapping a link in while the export runs. `run` is
+    /// the handle on the run folder taken before the code ran, so moving the folder away meanwhile does not
+    /// make the export walk another.
+    pub(crate) fn export(&self, c: &PythonExecSection, run: &Dir) -> (Vec<Value>, Vec<Value>) {
         let plan = self;
         let allowed: Vec<String> = c.artifacts_allowed_extensions.iter().map(|e| e.to_lowercase()).collect();
         let mut saved = Vec::new();
         let mut skipped = Vec::new();
         let mut total = 0u64;
-        let Ok(run) = Dir::open_ambient_dir(run_dir, cap_std::ambient_authority()) else {
-            return (saved, skipped);
-        };
         // Opened when the first artifact is copied, so a run without artifacts creates no folder.
         let mut destination: Option<Dir> = None;
         let walk = WalkOptions { include_hidden: true, max_depth: None };
-        let _ = walk_files(&run, walk, &mut |found: Found<'_>| {
+        let _ = walk_files(run, walk, &mut |found: Found<'_>| {
             if !plan.globs.is_match(found.relative) {
                 return ControlFlow::Continue(());
             }

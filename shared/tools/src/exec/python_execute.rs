@@ -37,14 +37,14 @@ impl PythonRuntime {
     }
 
     /// Runs `python -u -B -I <args>` in a fresh temp folder (inside `parent` when given); `inspect` sees the
-    /// folder before it is deleted.
+    /// folder, through a handle taken before the code ran, before it is deleted.
     pub(crate) async fn run<T>(
         &self,
         args: Vec<String>,
         stdin: Option<Vec<u8>>,
         timeout: std::time::Duration,
         parent: Option<&Path>,
-        inspect: impl FnOnce(&Path) -> T,
+        inspect: impl FnOnce(&cap_std::fs::Dir) -> T,
     ) -> Result<(runner::RunOutput, sandbox::AppliedSandbox, T), ToolError> {
         let applied = sandbox::plan(&self.sandbox, &self.scope)
             .await
@@ -60,6 +60,8 @@ impl PythonRuntime {
             None => sandbox::private_temp(&applied, "minibot_pyexec_"),
         }
         .map_err(cannot)?;
+        let run_handle =
+            cap_std::fs::Dir::open_ambient_dir(dir.path(), cap_std::ambient_authority()).map_err(cannot)?;
         let temp = sandbox::private_temp(&applied, "python-tmp-").map_err(cannot)?;
         let mut argv = vec!["-u".to_string(), "-B".into(), "-I".into()];
         argv.extend(args);
@@ -85,7 +87,7 @@ impl PythonRuntime {
         if let Some(error) = sandbox::setup_failure(&applied, &output) {
             return Err(error);
         }
-        let seen = inspect(dir.path());
+        let seen = inspect(&run_handle);
         Ok((output, applied, seen))
     }
 }
@@ -206,12 +208,7 @@ impl Tool for PythonExecute {
         let args_v = vec!["-c".to_string(), args.code];
         let (output, applied, artifacts) = self
             .runtime
-            .run(args_v, stdin, timeout, parent.as_deref(), |dir| {
-                plan.as_ref().map(|plan| {
-                    let root = self.files.as_ref().map_or(dir, |f| f.path());
-                    plan.export(c, root, dir)
-                })
-            })
+            .run(args_v, stdin, timeout, parent.as_deref(), |run| plan.as_ref().map(|plan| plan.export(c, run)))
             .await?;
         let mut out = Map::new();
         out.insert("ok".into(), json!(output.success()));

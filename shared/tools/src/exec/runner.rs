@@ -19,14 +19,7 @@ use tokio::process::Command;
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
 /// Limits applied with `setrlimit` in the child before `exec`. `None` leaves a limit as inherited.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Rlimits {
-    pub cpu_seconds: Option<u64>,
-    pub memory_bytes: Option<u64>,
-    pub fsize_bytes: Option<u64>,
-    pub nproc: Option<u64>,
-    pub nofile: Option<u64>,
-}
+pub type Rlimits = minibot_sandbox::Limits;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -223,26 +216,8 @@ fn apply_rlimits(command: &mut Command, limits: Rlimits) {
     // It only calls setrlimit(2), which is async-signal-safe, on values captured before the fork; it does not
     // allocate, lock or touch the parent's state.
     unsafe {
-        command.pre_exec(move || set_limits(&limits));
+        command.pre_exec(move || limits.apply().map_err(std::io::Error::from));
     }
-}
-
-fn set_limits(limits: &Rlimits) -> std::io::Result<()> {
-    use nix::sys::resource::{Resource, setrlimit};
-    setrlimit(Resource::RLIMIT_CORE, 0, 0)?;
-    let pairs = [
-        (Resource::RLIMIT_CPU, limits.cpu_seconds),
-        (Resource::RLIMIT_AS, limits.memory_bytes),
-        (Resource::RLIMIT_FSIZE, limits.fsize_bytes),
-        (Resource::RLIMIT_NPROC, limits.nproc),
-        (Resource::RLIMIT_NOFILE, limits.nofile),
-    ];
-    for (resource, value) in pairs {
-        if let Some(value) = value {
-            setrlimit(resource, value, value)?;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

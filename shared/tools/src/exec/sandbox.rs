@@ -11,7 +11,7 @@
 use super::runner::Rlimits;
 use crate::files::ManagedRoot;
 use minibot_config::{CgroupSection, Config, JailSection, RlimitSection, SandboxMode};
-use minibot_sandbox::{Capabilities, Limits, Policy};
+use minibot_sandbox::{Capabilities, Policy};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -35,6 +35,10 @@ pub struct SandboxScope {
     pub read_write: Vec<PathBuf>,
     /// The config file, the vault and its password file, the data folders and the log folder.
     pub hidden: Vec<PathBuf>,
+    /// Where the private temp folders of contained calls are made (hidden as a whole, each call granted its
+    /// own): next to the conversation database, a folder that is writable and hidden already, so it costs
+    /// the Landlock rules nothing; the system's temp folder when there is no such database.
+    pub temp_root: PathBuf,
 }
 
 impl SandboxScope {
@@ -53,6 +57,10 @@ impl SandboxScope {
         }
         hide(config.resolve_path("logs"));
         let base = std::path::absolute(&config.base_dir).unwrap_or_else(|_| config.base_dir.clone());
+        let temp_root = minibot_config::sqlite_path_from_url(&config.memory.sqlite_url)
+            .and_then(|file| config.resolve_path(&file).parent().map(|folder| folder.join("sandbox-tmp")))
+            .map(|folder| std::path::absolute(&folder).unwrap_or(folder))
+            .unwrap_or_else(|| std::env::temp_dir().join("minibot-sandbox-tmp"));
         for url in database_urls(config) {
             let Some(file) = minibot_config::sqlite_path_from_url(url) else { continue };
             let file = config.resolve_path(&file);
@@ -70,7 +78,7 @@ impl SandboxScope {
             }
         }
         let read_write = files.map(|root| vec![root.path().to_path_buf()]).unwrap_or_default();
-        Self { read_write, hidden }
+        Self { read_write, hidden, temp_root }
     }
 }
 
@@ -90,6 +98,8 @@ fn database_urls(config: &Config) -> Vec<&str> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Contain {
     pub helper: minibot_sandbox::Helper,
+    /// Where this call's private temp folder is made.
+    pub temp_root: PathBuf,
     pub policy: Policy,
     pub layers: Vec<&'static str>,
 }
@@ -221,16 +231,16 @@ pub async fn plan(settings: &SandboxSettings, scope: &SandboxScope) -> Result<Ap
         }
         SandboxMode::Contain => {
             let (helper, capabilities) = contain_host().map_err(|reason| unavailable(reason.clone()))?;
-            let temp = temp_parent()
-                .map_err(|e| unavailable(format!("cannot make a folder for private temp folders: {e}")))?;
+            let temp_root = prepare_temp_root(&scope.temp_root)
+                .map_err(|e| unavailable(format!("cannot make {}: {e}", scope.temp_root.display())))?;
             let mut hidden = scope.hidden.clone();
-            hidden.push(temp);
+            hidden.push(temp_root.clone());
             let policy = Policy {
                 read_write: scope.read_write.clone(),
                 hidden,
                 network: settings.allow_network,
                 namespaces: capabilities.namespaces_refused.is_none(),
-                limits: settings.rlimit.enabled.then(|| to_limits(&limits(&settings.rlimit))),
+                limits: settings.rlimit.enabled.then(|| limits(&settings.rlimit)),
             };
             if let Some((hidden, folder)) = policy.conflict() {
                 return Err(unavailable(format!(
@@ -240,32 +250,29 @@ pub async fn plan(settings: &SandboxSettings, scope: &SandboxScope) -> Result<Ap
                     folder.display()
                 )));
             }
-            let layers = capabilities.layers(settings.allow_network);
-            Ok(AppliedSandbox { contain: Some(Contain { helper, policy, layers }), ..AppliedSandbox::plain(mode) })
+            let layers = capabilities.layers();
+            let contain = Contain { helper, policy, layers, temp_root };
+            Ok(AppliedSandbox { contain: Some(contain), ..AppliedSandbox::plain(mode) })
         }
     }
 }
 
-/// Where the private temp folders of this process's contained calls are made. No command may read it, so
-/// one call cannot see into another's temp folder; each call is granted its own.
-fn temp_parent() -> std::io::Result<PathBuf> {
-    static PARENT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    PARENT
-        .get_or_init(|| {
-            let dir = std::env::temp_dir().join(format!("minibot-sandbox-{}", std::process::id()));
-            std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-            dir.canonicalize().map_err(|e| format!("{}: {e}", dir.display()))
-        })
-        .clone()
-        .map_err(std::io::Error::other)
+/// The folder of private temp folders, made if needed, as its real path. No command may read it, so one call
+/// cannot see into another's temp folder; each call is granted its own.
+fn prepare_temp_root(folder: &Path) -> std::io::Result<PathBuf> {
+    std::fs::create_dir_all(folder)?;
+    folder.canonicalize()
 }
 
-/// A private temp folder for one call (removed when dropped): inside [`temp_parent`] for `contain`, the
+/// A private temp folder for one call (removed when dropped): inside the scope's temp root for `contain`, the
 /// system's temp folder otherwise.
 pub fn private_temp(applied: &AppliedSandbox, prefix: &str) -> std::io::Result<tempfile::TempDir> {
     let mut builder = tempfile::Builder::new();
     builder.prefix(prefix);
-    if applied.contain.is_some() { builder.tempdir_in(temp_parent()?) } else { builder.tempdir() }
+    match &applied.contain {
+        Some(contain) => builder.tempdir_in(&contain.temp_root),
+        None => builder.tempdir(),
+    }
 }
 
 /// The helper's own failure (it could not set the sandbox up, so the command never ran), as the tool's error.
@@ -318,16 +325,6 @@ fn limits(r: &RlimitSection) -> Rlimits {
         cpu_seconds: r.cpu_seconds,
         memory_bytes: r.memory_mb.map(|mb| mb.saturating_mul(MIB)),
         fsize_bytes: r.fsize_mb.map(|mb| mb.saturating_mul(MIB)),
-        nproc: r.nproc,
-        nofile: r.nofile,
-    }
-}
-
-fn to_limits(r: &Rlimits) -> Limits {
-    Limits {
-        cpu_seconds: r.cpu_seconds,
-        memory_bytes: r.memory_bytes,
-        fsize_bytes: r.fsize_bytes,
         nproc: r.nproc,
         nofile: r.nofile,
     }

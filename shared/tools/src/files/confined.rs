@@ -199,21 +199,29 @@ fn not_a_file_name(path: &Path) -> io::Error {
 }
 
 /// Writes a new file next to `name` in `folder` and renames it over `name`. The new file takes the old one's
-/// permission bits, so replacing an executable script keeps it executable.
+/// permission bits, so replacing an executable script keeps it executable. A file the user made read-only stays
+/// unwritable, as it was when files were written in place: only the folder's permission governs a rename.
 fn replace_in(folder: &Dir, name: &OsStr, bytes: &[u8]) -> io::Result<()> {
     let permissions = folder.symlink_metadata(name).ok().filter(Metadata::is_file).map(|m| m.permissions());
+    if permissions.is_some() {
+        let mut writable = OpenOptions::new();
+        writable.write(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+        folder.open_with(name, &writable)?;
+    }
     for _ in 0..100 {
         let temporary = temporary_name();
         let mut options = OpenOptions::new();
-        options.write(true).create_new(true);
+        // Private until it takes the old file's bits: a 0600 file's new content is never world-readable.
+        options.write(true).create_new(true).mode(0o600);
         let mut file = match folder.open_with(&temporary, &options) {
             Ok(file) => file,
             Err(err) if err.kind() == io::ErrorKind::AlreadyExists => continue,
             Err(err) => return Err(err),
         };
+        let final_permissions = permissions.clone().unwrap_or_else(default_permissions);
         let written = file
             .write_all(bytes)
-            .and_then(|()| permissions.clone().map_or(Ok(()), |p| file.set_permissions(p)))
+            .and_then(|()| file.set_permissions(final_permissions))
             .and_then(|()| folder.rename(&temporary, folder, name));
         if written.is_err() {
             let _ = folder.remove_file(&temporary);
@@ -221,6 +229,17 @@ fn replace_in(folder: &Dir, name: &OsStr, bytes: &[u8]) -> io::Result<()> {
         return written;
     }
     Err(io::Error::new(io::ErrorKind::AlreadyExists, "no free temporary name for the write"))
+}
+
+/// What a new file would get: 0666 less the process's umask (read without changing it, from /proc).
+fn default_permissions() -> cap_std::fs::Permissions {
+    use cap_std::fs::PermissionsExt as _;
+    let umask = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Umask:").map(|v| v.trim().to_string())))
+        .and_then(|v| u32::from_str_radix(&v, 8).ok())
+        .unwrap_or(0o022);
+    cap_std::fs::Permissions::from_mode(0o666 & !umask)
 }
 
 /// A hidden name unlikely to be taken: process id, a per-process counter and the clock.

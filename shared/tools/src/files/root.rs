@@ -147,10 +147,8 @@ impl ManagedRoot {
             return Ok(held);
         }
         if !on_disk.is_dir() {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::PermissionDenied,
-                "the managed root was replaced by something that is not a folder",
-            ));
+            // Not PermissionDenied: that is how cap-std reports an escape, and this is a broken root, not one.
+            return Err(std::io::Error::other("the managed root was replaced by something that is not a folder"));
         }
         let file = {
             use std::os::unix::fs::OpenOptionsExt as _;

@@ -76,6 +76,11 @@ fn denied_v4(ip: Ipv4Addr) -> Option<&'static str> {
         Some("broadcast")
     } else if a >= 240 {
         Some("reserved")
+    } else if a == 192 && b == 0 && ip.octets()[2] == 0 {
+        // IETF protocol assignments: DS-Lite, and cloud metadata (Oracle's 192.0.0.192).
+        Some("IETF protocol assignments")
+    } else if a == 198 && (18..20).contains(&b) {
+        Some("benchmarking")
     } else {
         None
     }
@@ -104,13 +109,13 @@ fn denied_v6(ip: Ipv6Addr) -> Option<&'static str> {
 }
 
 /// The IPv4 address an IPv6 address stands for: mapped (::ffff:a.b.c.d), compatible (::a.b.c.d), NAT64
-/// (64:ff9b::a.b.c.d) or 6to4 (2002:AABB:CCDD::/48).
+/// (64:ff9b::a.b.c.d, and the local-use 64:ff9b:1::/48) or 6to4 (2002:AABB:CCDD::/48).
 fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
     let s = ip.segments();
     let low = |hi: u16, lo: u16| Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo));
     if let Some(v4) = ip.to_ipv4_mapped() {
         Some(v4)
-    } else if s[..6] == [0; 6] || s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+    } else if s[..6] == [0; 6] || s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] || s[..3] == [0x64, 0xff9b, 1] {
         Some(low(s[6], s[7]))
     } else if s[0] == 0x2002 {
         Some(low(s[1], s[2]))
@@ -231,12 +236,23 @@ mod tests {
             ("::127.0.0.1", "loopback"),
             ("64:ff9b::a9fe:a9fe", "link-local"),
             ("2002:c0a8:0101::1", "private"),
+            ("192.0.0.192", "IETF protocol assignments"),
+            ("198.18.0.1", "benchmarking"),
+            ("64:ff9b:1::7f00:1", "loopback"),
         ] {
             assert_eq!(range(addr), Some(expected), "{addr}");
         }
-        for addr in
-            ["8.8.8.8", "1.1.1.1", "100.63.255.255", "100.128.0.1", "172.32.0.1", "2606:4700::1111", "::ffff:8.8.8.8"]
-        {
+        for addr in [
+            "8.8.8.8",
+            "1.1.1.1",
+            "100.63.255.255",
+            "100.128.0.1",
+            "172.32.0.1",
+            "192.0.2.1",
+            "198.20.0.1",
+            "2606:4700::1111",
+            "::ffff:8.8.8.8",
+        ] {
             assert_eq!(range(addr), None, "{addr}");
         }
     }

@@ -99,7 +99,7 @@ impl Tool for PreResponse {
         if !matches!(args.kind.as_str(), "text" | "html" | "markdown") {
             return Err(ToolError::invalid_arguments(format!(
                 "kind must be text, html or markdown, not `{}`",
-                args.kind
+                minibot_agent::excerpt(&args.kind)
             )));
         }
         let attachments = args.attachments.unwrap_or_default();

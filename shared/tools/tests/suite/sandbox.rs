@@ -26,8 +26,12 @@ async fn ordinary_commands_and_code_work_and_write_in_the_root_and_their_temp_fo
     let layers: Vec<&str> = out["sandbox_layers"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     assert!(layers.starts_with(&["landlock", "seccomp"]), "{layers:?}");
 
-    let code =
-        format!("import json\nopen({:?}, 'w').write(json.dumps([1]))\nprint(sum(range(4)))", root.join("py.json"));
+    // multiprocessing needs POSIX semaphores: a private /dev/shm.
+    let code = format!(
+        "import json, multiprocessing\nopen({:?}, 'w').write(json.dumps([1]))\n\
+         with multiprocessing.Pool(2) as pool:\n    print(sum(pool.map(abs, range(4))))",
+        root.join("py.json")
+    );
     let out = env.ok("python_execute", json!({ "code": code })).await;
     assert_eq!(out["stdout"], "6\n", "{out}");
     assert_eq!(std::fs::read_to_string(root.join("py.json")).unwrap(), "[1]");
