@@ -375,35 +375,9 @@ mod tests {
     //! there; the one it redirects to listens on 127.0.0.1, which stays denied.
 
     use super::*;
-    use std::net::{IpAddr, SocketAddr};
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-    /// A server that answers every request with `response` and counts the connections it accepted.
-    async fn server(ip: &str, response: String) -> (SocketAddr, Arc<AtomicUsize>) {
-        let listener = tokio::net::TcpListener::bind((ip, 0)).await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let connections = Arc::new(AtomicUsize::new(0));
-        let counted = Arc::clone(&connections);
-        tokio::spawn(async move {
-            while let Ok((mut stream, _)) = listener.accept().await {
-                counted.fetch_add(1, Ordering::SeqCst);
-                let response = response.clone();
-                tokio::spawn(async move {
-                    let mut head = Vec::new();
-                    let mut buf = [0u8; 1024];
-                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match stream.read(&mut buf).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => head.extend_from_slice(&buf[..n]),
-                        }
-                    }
-                    let _ = stream.write_all(response.as_bytes()).await;
-                });
-            }
-        });
-        (addr, connections)
-    }
+    use minibot_test_support::counting_server;
+    use std::net::IpAddr;
+    use std::sync::atomic::Ordering;
 
     fn redirect_to(location: &str) -> String {
         format!("HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
@@ -428,8 +402,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_redirect_to_a_denied_address_is_refused_at_the_hop() {
-        let (inner, reached) = server("127.0.0.1", SECRET.into()).await;
-        let (outer, _) = server("127.0.0.2", redirect_to(&format!("http://{inner}/secret"))).await;
+        let (inner, reached) = counting_server("127.0.0.1", SECRET.into()).await;
+        let (outer, _) = counting_server("127.0.0.2", redirect_to(&format!("http://{inner}/secret"))).await;
         let url = format!("http://{outer}/");
 
         let Err(ToolError::RespondToModel { code, message }) = get(&tool(Some(all_but_127_0_0_2())), url.clone()).await
@@ -451,9 +425,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_redirect_to_a_name_that_resolves_to_a_denied_address_is_refused() {
-        let (inner, reached) = server("127.0.0.1", SECRET.into()).await;
+        let (inner, reached) = counting_server("127.0.0.1", SECRET.into()).await;
         let location = format!("http://localhost:{}/secret", inner.port());
-        let (outer, visited) = server("127.0.0.2", redirect_to(&location)).await;
+        let (outer, visited) = counting_server("127.0.0.2", redirect_to(&location)).await;
 
         let Err(ToolError::RespondToModel { code, message }) =
             get(&tool(Some(all_but_127_0_0_2())), format!("http://{outer}/")).await

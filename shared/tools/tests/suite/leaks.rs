@@ -6,7 +6,6 @@ use serde_json::json;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const TEN_MB: usize = 10 * 1024 * 1024;
 /// The longest error the model may read, and the most of one argument it may repeat
@@ -90,28 +89,8 @@ async fn arguments_that_fail_to_parse_are_quoted_short() {
 
 /// A server that counts the connections it accepts and answers each with `200 hello`.
 async fn counting_server() -> (SocketAddr, Arc<AtomicUsize>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let connections = Arc::new(AtomicUsize::new(0));
-    let counted = Arc::clone(&connections);
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            counted.fetch_add(1, Ordering::SeqCst);
-            tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut buf = [0u8; 1024];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match stream.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => head.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let response = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello";
-                let _ = stream.write_all(response.as_bytes()).await;
-            });
-        }
-    });
-    (addr, connections)
+    let hello = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello";
+    minibot_test_support::counting_server("127.0.0.1", hello.to_string()).await
 }
 
 #[tokio::test]
