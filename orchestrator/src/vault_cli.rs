@@ -68,12 +68,9 @@ impl Target {
             },
         };
         let path = path
-            .or_else(|| config.as_ref().map(|c| c.resolve_path(&c.vault.path)))
+            .or_else(|| config.as_ref().map(Config::vault_file))
             .unwrap_or_else(|| PathBuf::from("secrets.vault.yml"));
-        let from_config = config
-            .as_ref()
-            .filter(|c| !c.vault.password_file.is_empty())
-            .map(|c| c.resolve_path(&c.vault.password_file));
+        let from_config = config.as_ref().and_then(|c| c.vault_password_file());
         let file_setting =
             if config.is_some() { "--password-file or [vault] password_file" } else { "--password-file" };
         Ok(Self { path, password_file: password_file.or(from_config), file_setting })

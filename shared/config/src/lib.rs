@@ -57,6 +57,22 @@ impl std::ops::DerefMut for Config {
 }
 
 impl Config {
+    /// The config file: where this config was loaded from, or where a defaults-only run would find one
+    /// (`config.toml` in its folder).
+    pub fn config_file(&self) -> PathBuf {
+        self.source.clone().unwrap_or_else(|| self.base_dir.join("config.toml"))
+    }
+
+    /// `[vault] path`, resolved, whether or not the vault is on.
+    pub fn vault_file(&self) -> PathBuf {
+        self.resolve_path(&self.vault.path)
+    }
+
+    /// `[vault] password_file`, resolved, when it is set.
+    pub fn vault_password_file(&self) -> Option<PathBuf> {
+        Some(&self.vault.password_file).filter(|f| !f.is_empty()).map(|f| self.resolve_path(f))
+    }
+
     /// Defaults only, with relative paths under `base_dir`.
     pub fn defaults(base_dir: impl Into<PathBuf>) -> Self {
         Self { file: ConfigFile::default(), source: None, base_dir: base_dir.into(), secrets: Default::default() }

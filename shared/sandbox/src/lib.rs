@@ -36,36 +36,39 @@ pub use probe::{Capabilities, probe};
 
 /// The helper's entry: `--probe`, or `<policy JSON> -- <program> [args…]`. Never returns.
 pub fn helper_main(args: Vec<std::ffi::OsString>) -> ! {
-    let fail = |why: String| -> ! {
-        eprintln!("{SETUP_FAILED_PREFIX}{why}");
-        std::process::exit(SETUP_FAILED_EXIT)
-    };
     #[cfg(target_os = "linux")]
     {
         if args.first().is_some_and(|a| a == "--probe") {
             let capabilities = supervise::probe_here();
             match serde_json::to_string(&capabilities) {
                 Ok(text) => println!("{text}"),
-                Err(e) => fail(e.to_string()),
+                Err(e) => fail(&e),
             }
             std::process::exit(0);
         }
-        let usage = || fail("usage: minibot-sandbox <policy JSON> -- <program> [args…]".into());
+        let usage = || fail(&"usage: minibot-sandbox <policy JSON> -- <program> [args…]");
         let (Some(policy), Some(separator)) = (args.first(), args.get(1)) else { usage() };
         if separator != "--" {
             usage();
         }
         let policy: Policy = match serde_json::from_str(&policy.to_string_lossy()) {
             Ok(policy) => policy,
-            Err(e) => fail(format!("unreadable policy: {e}")),
+            Err(e) => fail(&format!("unreadable policy: {e}")),
         };
         supervise::run(&policy, &args[2..])
     }
     #[cfg(not(target_os = "linux"))]
     {
         let _ = args;
-        fail("the contain sandbox needs Linux".into())
+        fail(&"the contain sandbox needs Linux")
     }
+}
+
+/// The helper's own failure: one line after [`SETUP_FAILED_PREFIX`] and exit [`SETUP_FAILED_EXIT`].
+pub(crate) fn fail(error: &dyn std::fmt::Display) -> ! {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "{SETUP_FAILED_PREFIX}{error}");
+    std::process::exit(SETUP_FAILED_EXIT)
 }
 
 /// Why the sandbox could not be set up. The helper prints it after [`SETUP_FAILED_PREFIX`] and exits with

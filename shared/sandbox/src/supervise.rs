@@ -6,7 +6,7 @@
 //! children, and it kills them until none is left. A SIGTERM, SIGINT or SIGHUP to the helper (the tool's
 //! timeout) ends the command and everything it started the same way.
 
-use crate::{Capabilities, Policy, SETUP_FAILED_EXIT, SETUP_FAILED_PREFIX, SandboxError};
+use crate::{Capabilities, Policy, SETUP_FAILED_EXIT, SETUP_FAILED_PREFIX, SandboxError, fail};
 use crate::{landlock_rules, namespaces, seccomp_filter};
 use nix::sys::prctl;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
@@ -48,11 +48,6 @@ impl Ending {
             _ => None,
         }
     }
-}
-
-fn fail(error: &dyn std::fmt::Display) -> ! {
-    let _ = writeln!(std::io::stderr(), "{SETUP_FAILED_PREFIX}{error}");
-    std::process::exit(SETUP_FAILED_EXIT)
 }
 
 fn stop_signals() -> SigSet {

@@ -50,10 +50,10 @@ impl SandboxScope {
                 hidden.push(path);
             }
         };
-        hide(config.source.clone().unwrap_or_else(|| config.base_dir.join("config.toml")));
-        hide(config.resolve_path(&config.vault.path));
-        if !config.vault.password_file.is_empty() {
-            hide(config.resolve_path(&config.vault.password_file));
+        hide(config.config_file());
+        hide(config.vault_file());
+        if let Some(password_file) = config.vault_password_file() {
+            hide(password_file);
         }
         hide(config.resolve_path("logs"));
         let base = std::path::absolute(&config.base_dir).unwrap_or_else(|_| config.base_dir.clone());

@@ -42,10 +42,7 @@ impl ProtectedPaths {
     /// file (`[vault] path` against the config's folder, whether or not the vault is enabled: enabling it later
     /// must not load a file the model wrote).
     pub fn from_config(config: &Config) -> Self {
-        let config_file = config.source.clone().unwrap_or_else(|| config.base_dir.join("config.toml"));
-        Self::new()
-            .with(&config_file, "config file")
-            .with(&config.resolve_path(&config.vault.path), "secrets vault file")
+        Self::new().with(&config.config_file(), "config file").with(&config.vault_file(), "secrets vault file")
     }
 
     /// The protected file that changing `target` would change: `target` is it, or a folder that holds it.
