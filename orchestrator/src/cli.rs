@@ -25,6 +25,23 @@ pub enum Command {
     Worker(WorkerArgs),
     /// Manage the secrets vault (`secrets.vault.yml`, or `[vault] path` of the `--config` file).
     Vault(VaultArgs),
+    /// Look after the task queue (`[tasks] backend`).
+    Queue(QueueArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct QueueArgs {
+    #[command(subcommand)]
+    pub action: QueueAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum QueueAction {
+    /// RabbitMQ: turn task queues an older version left as classic queues into the quorum queues this version
+    /// needs, keeping every waiting task. Stop the orchestrator and the workers first.
+    Migrate,
+    /// List the workers that are alive now (listens to their heartbeats for a moment).
+    Workers,
 }
 
 #[derive(Debug, Args)]

@@ -1,7 +1,9 @@
 //! `minibot`: the orchestrator binary. Parses the command line, loads the config and hands over to
 //! [`minibot_orchestrator::boot`]; `minibot worker` runs a task worker in this process instead, and
-//! `minibot vault` manages the secrets vault without loading the rest.
+//! `minibot vault` manages the secrets vault without loading the rest, and `minibot queue` looks after the task
+//! queue.
 
+mod queue_cli;
 mod vault_cli;
 
 use clap::Parser;
@@ -32,6 +34,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         _ => Config::load(cli.config.as_deref())?,
     };
     logging::init(&config, cli.verbose)?;
+    if let Some(Command::Queue(args)) = &cli.command {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        return runtime.block_on(queue_cli::run(&config, &args.action));
+    }
     if matches!(cli.command, Some(Command::Worker(_))) {
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
         runtime.block_on(minibot_worker::run(config))?;

@@ -122,6 +122,7 @@ fn main() {
             queue_name: format!("minibot-bench-{id}"),
             exchange_name: format!("minibot-bench-{id}.tasks"),
             prefetch_count: 1,
+            ..minibot_queue::amqp::AmqpSettings::new("")
         };
         if let Ok(queue) = minibot_queue::amqp::AmqpQueue::connect(&settings, "bench-cleanup").await {
             let _ = queue.delete_topology().await;

@@ -24,6 +24,7 @@ impl Broker {
             queue_name: format!("minibot-e2e-{id}"),
             exchange_name: format!("minibot-e2e-{id}.tasks"),
             prefetch_count: 1,
+            ..AmqpSettings::new("")
         };
         let probe = AmqpQueue::connect(&settings, "e2e-probe").await.unwrap_or_else(|e| {
             panic!(

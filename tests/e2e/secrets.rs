@@ -167,6 +167,52 @@ async fn a_local_worker_gets_the_secrets_without_the_password() {
     assert_eq!(files_containing(home.path(), SECRET), Vec::<String>::new());
 }
 
+#[tokio::test]
+async fn broker_credentials_come_from_the_vault() {
+    let broker =
+        std::env::var("MINIBOT_TEST_AMQP_URL").unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into());
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    let llm = ScriptedLlm::start(vec![
+        Script::new(
+            "queue a job",
+            vec![Reply::tool("spawn_task", json!({ "prompt": "remote job" })), Reply::text("Queued.")],
+        ),
+        Script::new("remote job", vec![Reply::text("remote job done")]),
+    ])
+    .await;
+    let extra = format!(
+        "[tasks]\nbackend = \"rabbitmq\"\nprogress_interval_seconds = 0.01\n[rabbitmq]\n\
+         broker_url = \"${{secret:RABBITMQ_URL}}\"\nqueue_name = \"vault-{id}\"\nexchange_name = \"vault-{id}.tasks\"\n"
+    );
+    let home = vault_home(&llm, "[vault]\nenabled = true\npassword_file = \"vault.pw\"\n", "OPENAI_KEY", &extra);
+    write_vault(&home.path().join("secrets.vault.yml"), json!({ "OPENAI_KEY": SECRET, "RABBITMQ_URL": broker }));
+    std::fs::write(home.path().join("vault.pw"), format!("{PASSWORD}\n")).unwrap();
+    // A remote worker unlocks the same vault with its own password file.
+    let mut worker = Command::new(binary("minibot-worker"))
+        .arg("--config")
+        .arg(home.config())
+        .env_remove("MINIBOT_VAULT_PASSWORD")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut command = home.minibot(&["console", "--once", "queue a job"]);
+    command.env_remove("MINIBOT_VAULT_PASSWORD");
+    let output = run(command).await;
+    kill_hard(worker.id());
+    let _ = worker.wait();
+    let mut settings = minibot_queue::amqp::AmqpSettings::new(&broker);
+    settings.queue_name = format!("vault-{id}");
+    settings.exchange_name = format!("vault-{id}.tasks");
+    if let Ok(queue) = minibot_queue::amqp::AmqpQueue::connect(&settings, "cleanup").await {
+        let _ = queue.delete_topology().await;
+        queue.close().await;
+    }
+    assert!(output.status.success(), "stderr: {}", stderr(&output));
+    assert_eq!(stdout(&output), "Queued.\nremote job done\n");
+}
+
 async fn wait_for(condition: impl Fn() -> bool) {
     for _ in 0..600 {
         if condition() {

@@ -36,6 +36,9 @@ pub async fn assemble(config: &Arc<Config>, task: &TaskEnvelope) -> Result<Assem
         Some(name) => Some(find_agent(config, name)?),
         None => None,
     };
+    if let Some(agent) = &agent {
+        refuse_mismatch(config, task, agent)?;
+    }
     let overrides = &task.model_overrides;
     let provider = overrides.model_provider.as_deref().or(agent.as_ref().and_then(|a| a.model_provider.as_deref()));
     let model = overrides.model.as_deref().or(agent.as_ref().and_then(|a| a.model.as_deref()));
@@ -124,6 +127,34 @@ fn find_agent(config: &Config, name: &str) -> Result<AgentDefinition, AssemblyEr
     // The file may have changed since the orchestrator checked it at start-up.
     minibot_config::check_agents(config, std::slice::from_ref(&agent)).map_err(|e| e.to_string())?;
     Ok(agent)
+}
+
+/// Prefix of the error of a task this worker refuses to run (another version of the specialist, labels it
+/// lacks): the runner names the worker in front of it.
+pub const REFUSED: &str = "refused: ";
+
+/// A task sent for another version of the specialist's file than this host holds, or needing labels this worker
+/// does not offer, is refused rather than run with another prompt or in the wrong place.
+fn refuse_mismatch(config: &Config, task: &TaskEnvelope, agent: &AgentDefinition) -> Result<(), AssemblyError> {
+    if let Some(sent) = task.agent_hash.as_deref().filter(|sent| *sent != agent.hash) {
+        return Err(format!(
+            "{REFUSED}the task was sent for version {sent} of specialist `{}`, and this worker holds version {} \
+             ({}); give every host the same agents folder, then restart its workers",
+            agent.name,
+            agent.hash,
+            agent.path.display()
+        ));
+    }
+    let missing: Vec<&str> =
+        agent.requires.iter().filter(|label| !config.worker.labels.contains(label)).map(String::as_str).collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "{REFUSED}specialist `{}` requires the labels {} that this worker does not offer ([worker] labels)",
+            agent.name,
+            missing.join(", ")
+        ));
+    }
+    Ok(())
 }
 
 /// MiniBot's specialist policy: `tools_allow` grants only the matching tools, `tools_deny` grants everything

@@ -1,12 +1,19 @@
 //! The task worker: claims queued tasks, builds the named specialist (or the generic worker), runs the agent
 //! loop under the task's limits with progress and control messages alongside, and reports the result. A worker
 //! holds no state that matters: kill one and its task goes to another worker as a new attempt.
+//!
+//! A worker takes only tasks it can run ([`Offer`]: the generic worker's and those of the specialists in its
+//! agents folder whose `requires` its `[worker] labels` meet), announces itself with heartbeats, and says it is
+//! leaving when stopped (SIGTERM, SIGINT); a task it was running goes back to the queue.
 
 mod approvals;
 pub mod assembly;
+mod heartbeat;
+pub mod offer;
 mod runner;
 
 pub use approvals::QueueApprovals;
+pub use offer::Offer;
 pub use runner::Worker;
 
 use minibot_config::Config;
@@ -40,14 +47,42 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let services = minibot_tools::ToolServices::new(config.clone(), None)
         .map_err(|e| anyhow::anyhow!("tools.file_storage.root_dir: cannot create it: {e}"))?;
     minibot_tools::exec::sandbox::check(&config, services.files.as_deref()).await?;
-    let queue = minibot_queue::backend::open_worker_queue(&config, &id).await?;
-    tracing::info!(worker_id = %id, backend = config.tasks.backend.as_str(), "worker started");
+    let offer = Offer::read(&config)?;
+    for (name, missing) in &offer.declined {
+        tracing::info!(specialist = %name, missing = ?missing, "not taking this specialist's tasks: labels missing");
+    }
+    let queue = minibot_queue::backend::open_worker_queue(&config, &id, &offer.routes).await?;
+    let specialists: Vec<&str> = offer.specialists.iter().map(|s| s.name.as_str()).collect();
+    tracing::info!(worker_id = %id, backend = config.tasks.backend.as_str(), labels = ?config.worker.labels,
+        specialists = ?specialists, "worker started");
     watch_parent();
-    let result = Worker { config, queue: queue.clone(), worker_id: id }.run().await;
+    let worker = Worker::new(config.clone(), queue.clone(), &id);
+    let beats =
+        tokio::spawn(heartbeat::run(config.clone(), queue.clone(), id.clone(), offer.clone(), worker.running.clone()));
+    let result = tokio::select! {
+        result = worker.run() => result.map_err(anyhow::Error::from),
+        signal = stop_signal() => {
+            tracing::info!(signal, "stopping; a task in progress goes back to the queue");
+            Ok(())
+        }
+    };
+    beats.abort();
+    heartbeat::leave(&config, queue.as_ref(), &id, &offer).await;
     // sqlx drops pooled connections on the runtime, so the pool closes before the runtime ends.
     queue.close().await;
-    result?;
-    Ok(())
+    result
+}
+
+/// Resolves with the signal's name at SIGTERM or SIGINT.
+async fn stop_signal() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    }
 }
 
 /// A local worker started by an orchestrator (`MINIBOT_PARENT_PID`) exits when that orchestrator is gone, even

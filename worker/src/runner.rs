@@ -22,6 +22,14 @@ use tokio::sync::mpsc;
 const CONTROL_POLL: Duration = Duration::from_millis(200);
 /// Least time between two progress events of one task.
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(250);
+/// How long a task runs before it reports that it started (unless it reports progress, or ends, first).
+const START_NOTICE_AFTER: Duration = Duration::from_millis(250);
+
+/// Whether the task's `started` event went out, and when the attempt began.
+struct StartNotice {
+    began: Instant,
+    sent: tokio::sync::Mutex<bool>,
+}
 const STEER_PREFIX: &str = "Message from the agent that assigned you this task, sent while you work on it. \
 Follow it from now on:\n\n";
 
@@ -29,6 +37,11 @@ pub struct Worker {
     pub config: Arc<Config>,
     pub queue: Arc<dyn WorkQueue>,
     pub worker_id: String,
+    /// The tasks it runs now, for its heartbeat.
+    pub running: Arc<std::sync::Mutex<Vec<String>>>,
+    /// Model clients by endpoint, kept across tasks: building one loads the system's certificates and opens a
+    /// new connection, which cost a short task most of its time.
+    providers: std::sync::Mutex<std::collections::HashMap<String, Arc<dyn ChatProvider>>>,
 }
 
 enum Interrupt {
@@ -37,14 +50,29 @@ enum Interrupt {
 }
 
 impl Worker {
+    pub fn new(config: Arc<Config>, queue: Arc<dyn WorkQueue>, worker_id: &str) -> Self {
+        Self { config, queue, worker_id: worker_id.to_string(), running: Arc::default(), providers: Default::default() }
+    }
+
     /// Claims and runs tasks until the queue fails.
     pub async fn run(&self) -> Result<(), QueueError> {
         loop {
             let task = self.queue.claim().await?;
             tracing::info!(task_id = %task.envelope.task_id, attempt = task.attempt, agent = ?task.envelope.agent_name, "task claimed");
-            if let Err(error) = self.run_task(&task).await {
+            self.set_running(&task.envelope.task_id, true);
+            let result = self.run_task(&task).await;
+            self.set_running(&task.envelope.task_id, false);
+            if let Err(error) = result {
                 tracing::error!(task_id = %task.envelope.task_id, error = %error, "task ended without settling");
             }
+        }
+    }
+
+    fn set_running(&self, task_id: &str, running: bool) {
+        let mut tasks = self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        tasks.retain(|id| id != task_id);
+        if running {
+            tasks.push(task_id.to_string());
         }
     }
 
@@ -53,26 +81,23 @@ impl Worker {
     }
 
     pub async fn run_task(&self, task: &ClaimedTask) -> Result<(), QueueError> {
-        self.queue.emit(task, &self.event(task, WorkerEventKind::Started)).await?;
+        let notice = StartNotice { began: Instant::now(), sent: tokio::sync::Mutex::new(false) };
         let tally = Tally::default();
-        let finished = match assemble(&self.config, &task.envelope).await {
-            Ok(mut assembled) => {
-                let mcp = assembled.mcp.take();
-                let result = self.execute(task, assembled, &tally).await;
-                if let Some(hub) = mcp {
-                    hub.shutdown().await;
-                }
-                match result {
-                    Ok(kind) => kind,
-                    Err(Interrupt::LeaseLost) => {
-                        tracing::warn!(task_id = %task.envelope.task_id, "lease lost; another worker owns the task now");
-                        return Ok(());
-                    }
-                    Err(Interrupt::Cancelled) => finished(TaskOutcome::Cancelled, "cancelled", None, tally.usage()),
-                }
+        let attempt = self.attempt(task, &tally, &notice);
+        tokio::pin!(attempt);
+        // A task still running after a moment says so; a quicker one only reports its end (one message less for
+        // the broker per task, which is most of what a short task costs it).
+        let announce = async {
+            tokio::time::sleep(START_NOTICE_AFTER).await;
+            if let Err(error) = self.ensure_started(task, &notice).await {
+                tracing::debug!(task_id = %task.envelope.task_id, error = %error, "start not reported");
             }
-            Err(error) => finished(TaskOutcome::Failed, "worker_error", Some(error), tally.usage()),
         };
+        let outcome = tokio::select! {
+            outcome = &mut attempt => outcome,
+            () = announce => attempt.await,
+        };
+        let Some(finished) = outcome else { return Ok(()) };
         match self.queue.emit(task, &self.event(task, finished)).await {
             Ok(()) => self.queue.settle(task).await,
             Err(QueueError::LeaseLost { .. }) => {
@@ -83,14 +108,69 @@ impl Worker {
         }
     }
 
+    /// Assembles and runs the task; `None` when the lease was lost on the way (another worker owns it now).
+    async fn attempt(&self, task: &ClaimedTask, tally: &Tally, notice: &StartNotice) -> Option<WorkerEventKind> {
+        Some(match assemble(&self.config, &task.envelope).await {
+            Ok(mut assembled) => {
+                let mcp = assembled.mcp.take();
+                let result = self.execute(task, assembled, tally, notice).await;
+                if let Some(hub) = mcp {
+                    hub.shutdown().await;
+                }
+                match result {
+                    Ok(kind) => kind,
+                    Err(Interrupt::LeaseLost) => {
+                        tracing::warn!(task_id = %task.envelope.task_id, "lease lost; another worker owns the task now");
+                        return None;
+                    }
+                    Err(Interrupt::Cancelled) => finished(TaskOutcome::Cancelled, "cancelled", None, tally.usage()),
+                }
+            }
+            Err(error) => {
+                let error = match error.strip_prefix(crate::assembly::REFUSED) {
+                    Some(reason) => {
+                        tracing::warn!(task_id = %task.envelope.task_id, reason = %reason, "task refused");
+                        format!("worker {} refused the task: {reason}", self.worker_id)
+                    }
+                    None => error,
+                };
+                finished(TaskOutcome::Failed, "worker_error", Some(error), tally.usage())
+            }
+        })
+    }
+
+    /// The model client for `endpoint`, built once.
+    fn provider(&self, endpoint: &minibot_config::LlmEndpoint) -> Result<Arc<dyn ChatProvider>, String> {
+        // Everything the client is built from, so two endpoints that differ in anything get their own.
+        let key = format!("{endpoint:?}");
+        let mut providers = self.providers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(provider) = providers.get(&key) {
+            return Ok(provider.clone());
+        }
+        let provider = minibot_llm::provider_for(endpoint).map_err(|e| e.to_string())?;
+        providers.insert(key, provider.clone());
+        Ok(provider)
+    }
+
+    /// Sends the task's `started` event unless it went already; every later non-terminal event goes after it.
+    async fn ensure_started(&self, task: &ClaimedTask, notice: &StartNotice) -> Result<(), QueueError> {
+        let mut sent = notice.sent.lock().await;
+        if !*sent {
+            self.queue.emit(task, &self.event(task, WorkerEventKind::Started)).await?;
+            *sent = true;
+        }
+        Ok(())
+    }
+
     /// Runs the agent. `tally` counts what the run did, for a run that ends without an outcome.
     async fn execute(
         &self,
         task: &ClaimedTask,
         assembled: Assembled,
         tally: &Tally,
+        notice: &StartNotice,
     ) -> Result<WorkerEventKind, Interrupt> {
-        let provider = match minibot_llm::provider_for(&assembled.endpoint).map_err(|e| e.to_string()) {
+        let provider = match self.provider(&assembled.endpoint) {
             Ok(provider) => provider,
             Err(error) => return Ok(finished(TaskOutcome::Failed, "provider_error", Some(error), tally.usage())),
         };
@@ -148,7 +228,7 @@ impl Worker {
             inbox: Some(&mut inbox_rx),
             on_event: &on_event,
         };
-        let progress = self.report_progress(task, events_rx, tally);
+        let progress = self.report_progress(task, events_rx, tally, notice);
         tokio::pin!(progress);
         let result = tokio::select! {
             result = run.run() => result,
@@ -230,6 +310,7 @@ impl Worker {
         task: &ClaimedTask,
         mut events: mpsc::UnboundedReceiver<AgentEvent>,
         tally: &Tally,
+        notice: &StartNotice,
     ) -> Result<(), Interrupt> {
         let mut step = 0;
         let mut tool_names: Vec<String> = Vec::new();
@@ -245,6 +326,15 @@ impl Worker {
             }
             if last_sent.is_some_and(|at| at.elapsed() < PROGRESS_INTERVAL) {
                 continue;
+            }
+            // A model step with no tool, this early, tells the chat nothing its result will not.
+            if tool_names.is_empty() && notice.began.elapsed() < START_NOTICE_AFTER {
+                continue;
+            }
+            match self.ensure_started(task, notice).await {
+                Ok(()) => {}
+                Err(QueueError::LeaseLost { .. }) => return Err(Interrupt::LeaseLost),
+                Err(error) => tracing::warn!(error = %error, "cannot report the start"),
             }
             let total_tokens = tally.tokens.load(Ordering::Relaxed);
             let progress = WorkerEventKind::Progress { step, tool_names: tool_names.clone(), total_tokens };

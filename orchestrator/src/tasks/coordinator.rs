@@ -11,7 +11,7 @@ use crate::messages::{
     ApprovalRequest, Deliver, Inbound, Outbound, OutboundFile, OutboundRole, TaskRoutes, TaskSource, session_id,
 };
 use actix::prelude::*;
-use minibot_protocol::{Delivery, TaskAttachment, TaskStatus, TaskUsage, WorkerEventKind};
+use minibot_protocol::{ControlKind, ControlMessage, Delivery, TaskAttachment, TaskStatus, TaskUsage, WorkerEventKind};
 use minibot_queue::{EventDelivery, QueueError};
 use minibot_store::{Applied, Ending, Role, TaskRecord};
 use serde_json::json;
@@ -23,7 +23,15 @@ pub struct TaskCoordinator {
     hub: Arc<TaskHub>,
     routes: TaskRoutes,
     last_progress: HashMap<String, Instant>,
+    /// Queued tasks no live worker can take, since when (the chat was told then).
+    unserved_since: HashMap<String, Instant>,
+    sweeping: bool,
+    /// Tasks being timed out now (a cancel may wait for a broker that is down).
+    timing_out: std::collections::HashSet<String>,
 }
+
+/// How often queued tasks are checked against the roster.
+const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 
 /// One event taken from the queue, to apply.
 #[derive(Message)]
@@ -32,7 +40,14 @@ struct Apply(EventDelivery);
 
 impl TaskCoordinator {
     pub fn new(hub: Arc<TaskHub>, routes: TaskRoutes) -> Self {
-        Self { hub, routes, last_progress: HashMap::new() }
+        Self {
+            hub,
+            routes,
+            last_progress: HashMap::new(),
+            unserved_since: HashMap::new(),
+            sweeping: false,
+            timing_out: Default::default(),
+        }
     }
 
     fn progress_due(&mut self, task_id: &str) -> bool {
@@ -71,6 +86,31 @@ impl Actor for TaskCoordinator {
             }
             .into_actor(self),
         );
+        // Worker announcements and heartbeats keep the roster.
+        let hub = self.hub.clone();
+        ctx.spawn(
+            async move {
+                loop {
+                    match hub.queue.next_status().await {
+                        Ok(status) => {
+                            let (id, host) = (status.worker_id.clone(), status.host.clone());
+                            let joined = hub.fleet.lock().is_ok_and(|mut fleet| fleet.apply(status));
+                            // A worker may start a task before its first heartbeat is read: name its host now.
+                            if joined && let Err(error) = hub.store.fill_worker_host(&id, &host).await {
+                                tracing::warn!(error = %error, "cannot record a worker's host");
+                            }
+                        }
+                        Err(QueueError::Closed) => break,
+                        Err(error) => {
+                            tracing::warn!(error = %error, "cannot read worker statuses; retrying");
+                            tokio::time::sleep(Duration::from_secs(1)).await;
+                        }
+                    }
+                }
+            }
+            .into_actor(self),
+        );
+        ctx.run_interval(SWEEP_INTERVAL, |act, ctx| act.sweep(ctx));
         // Events are read by one loop and applied one at a time by the actor, in queue order.
         let queue = self.hub.queue.clone();
         let me = ctx.address();
@@ -97,6 +137,132 @@ impl Actor for TaskCoordinator {
     }
 }
 
+impl TaskCoordinator {
+    /// Tells a chat when no live worker can take its queued task (once, within a second or two of the roster
+    /// knowing), and times the task out once it has waited its whole timeout that way.
+    fn sweep(&mut self, ctx: &mut Context<Self>) {
+        if self.sweeping {
+            return;
+        }
+        self.sweeping = true;
+        let hub = self.hub.clone();
+        let check = async move { waiting_tasks(&hub).await };
+        ctx.spawn(check.into_actor(self).then(|waiting, act, _| {
+            act.sweeping = false;
+            let ids: std::collections::HashSet<&str> = waiting.iter().map(|(r, _)| r.id.as_str()).collect();
+            act.unserved_since.retain(|id, _| ids.contains(id.as_str()));
+            let mut expired = Vec::new();
+            for (record, reason) in &waiting {
+                let Some(reason) = reason else {
+                    act.unserved_since.remove(&record.id);
+                    continue;
+                };
+                match act.unserved_since.get(&record.id) {
+                    None => {
+                        act.unserved_since.insert(record.id.clone(), Instant::now());
+                        tracing::warn!(task_id = %record.id, reason = %reason, "no live worker can take the task");
+                        if let Some(chat_id) = record.chat_id {
+                            let text = texts::waiting_note(record, reason);
+                            let mut note = Outbound::text(&record.channel, chat_id, text, OutboundRole::Progress);
+                            note.task_id = Some(record.id.clone());
+                            act.routes.deliver.do_send(Deliver(note));
+                        }
+                    }
+                    Some(since)
+                        if since.elapsed() >= Duration::from_secs(record.timeout_seconds)
+                            && act.timing_out.insert(record.id.clone()) =>
+                    {
+                        expired.push((record.clone(), reason.clone()));
+                    }
+                    Some(_) => {}
+                }
+            }
+            let (hub, routes) = (act.hub.clone(), act.routes.clone());
+            async move {
+                let mut done = Vec::new();
+                for (record, reason) in expired {
+                    time_out_unserved(&hub, &routes, &record, &reason).await;
+                    done.push(record.id);
+                }
+                done
+            }
+            .into_actor(act)
+            .map(|done, act, _| {
+                for id in done {
+                    act.timing_out.remove(&id);
+                }
+            })
+        }));
+    }
+}
+
+/// Tasks still queued (no worker started them), each with why no live worker can take it, if none can.
+async fn waiting_tasks(hub: &TaskHub) -> Vec<(TaskRecord, Option<String>)> {
+    let active = match hub.store.active().await {
+        Ok(active) => active,
+        Err(error) => {
+            tracing::warn!(error = %error, "cannot read the queued tasks");
+            return Vec::new();
+        }
+    };
+    // Queued tasks, and running ones whose worker left the roster (it died; the queue hands the task to the
+    // next worker that can take it, if there is one).
+    let live: Option<std::collections::HashSet<String>> = hub
+        .fleet
+        .lock()
+        .ok()
+        .filter(|fleet| fleet.settled())
+        .map(|mut fleet| fleet.live().into_iter().map(|w| w.worker_id.clone()).collect());
+    let orphaned = |record: &TaskRecord| {
+        record.status == TaskStatus::Running
+            && matches!((&live, &record.worker_id), (Some(live), Some(id)) if !live.contains(id))
+    };
+    let waiting: Vec<TaskRecord> =
+        active.into_iter().filter(|r| r.status == TaskStatus::Pending || orphaned(r)).collect();
+    if waiting.is_empty() {
+        return Vec::new();
+    }
+    let agents = hub.agent_definitions();
+    waiting
+        .into_iter()
+        .map(|record| {
+            let agent = record.agent_name.as_deref().and_then(|name| agents.iter().find(|a| a.name == name));
+            let requires = agent.map(|a| a.requires.clone()).unwrap_or_default();
+            let needs = super::fleet::Needs {
+                agent: record.agent_name.as_deref(),
+                hash: agent.map(|a| a.hash.as_str()),
+                requires: &requires,
+            };
+            let reason = hub.fleet.lock().ok().and_then(|mut fleet| fleet.unserved(needs));
+            (record, reason)
+        })
+        .collect()
+}
+
+/// Ends a task that waited its whole timeout without a worker able to take it, unless a worker started it since
+/// it was looked at.
+async fn time_out_unserved(hub: &TaskHub, routes: &TaskRoutes, record: &TaskRecord, reason: &str) {
+    let error = format!("no worker could take the task within {} s: {reason}", record.timeout_seconds);
+    let ending = Ending { error: Some(&error), ..Ending::new(TaskStatus::TimedOut, "timeout") };
+    match hub.store.finish_unchanged(record, &ending).await {
+        Ok(Applied::Finished(ended)) => {
+            tracing::warn!(task_id = %record.id, reason = %reason, "task timed out waiting for a worker");
+            // Off the queue, so a worker that joins later does not run it after the chat heard it timed out
+            // (SQLite removes it; over RabbitMQ a worker that takes it anyway is told to stop when it starts).
+            cancel_on_queue(hub, &record.id).await;
+            deliver_result(hub, routes, &ended, &[]).await;
+        }
+        Ok(_) => {}
+        Err(error) => tracing::warn!(task_id = %record.id, error = %error, "cannot time out the task"),
+    }
+}
+
+async fn cancel_on_queue(hub: &TaskHub, task_id: &str) {
+    if let Err(error) = hub.queue.control(&ControlMessage::new(task_id, ControlKind::Cancel)).await {
+        tracing::warn!(task_id = %task_id, error = %error, "cannot tell the queue the task is over");
+    }
+}
+
 enum Route {
     Nothing,
     Progress(TaskRecord),
@@ -113,7 +279,18 @@ impl Handler<Apply> for TaskCoordinator {
         let apply = async move {
             let event = &delivery.event;
             let applied = match &event.kind {
-                WorkerEventKind::Started => hub.store.started(&event.task_id, event.attempt, &event.worker_id).await,
+                WorkerEventKind::Started => {
+                    let host = hub.fleet.lock().ok().and_then(|fleet| fleet.host_of(&event.worker_id));
+                    let applied =
+                        hub.store.started(&event.task_id, event.attempt, &event.worker_id, host.as_deref()).await;
+                    if let Ok(Applied::Ignored) = applied {
+                        // It ended here already (cancelled, timed out waiting for a worker) while its message
+                        // still sat in a queue nobody read: the worker that took it now must not run it.
+                        tracing::info!(task_id = %event.task_id, worker_id = %event.worker_id, "a worker started an ended task; cancelling it");
+                        cancel_on_queue(&hub, &event.task_id).await;
+                    }
+                    applied
+                }
                 WorkerEventKind::Progress { step, tool_names, total_tokens } => {
                     let progress = json!({ "phase": "running", "step": step, "tool_names": tool_names,
                                            "total_tokens": total_tokens, "attempt": event.attempt });
@@ -129,12 +306,15 @@ impl Handler<Apply> for TaskCoordinator {
                     total_tokens,
                     ..
                 } => {
+                    let host = hub.fleet.lock().ok().and_then(|fleet| fleet.host_of(&event.worker_id));
                     let ending = Ending {
                         status: TaskStatus::from(*outcome),
                         stop_reason,
                         text: text.as_deref(),
                         error: error.as_deref(),
                         usage: Some(TaskUsage { steps: *steps, tool_calls: *tool_calls, total_tokens: *total_tokens }),
+                        worker_id: Some(&event.worker_id),
+                        worker_host: host.as_deref(),
                     };
                     hub.store.finish(&event.task_id, event.attempt, &ending).await
                 }

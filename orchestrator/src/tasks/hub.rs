@@ -2,6 +2,7 @@
 //! questions from the task records. The record is written before the envelope is published, so a task the
 //! model was told about always exists; a publish that fails marks it failed and the tool result says so.
 
+use super::fleet::{Fleet, Needs};
 use futures_util::future::BoxFuture;
 use minibot_agent::{ToolContext, ToolError};
 use minibot_config::{AgentDefinition, Config, DelegationMode, load_agents};
@@ -14,6 +15,7 @@ use minibot_tools::tasks::{Delivery, TaskRequest, TaskService, TaskStatus};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::sync::watch;
 
 /// Delegations one turn may start, and delegated results that may chain into new delegations.
@@ -32,6 +34,8 @@ pub struct TaskHub {
     delegations: Mutex<HashMap<String, u32>>,
     /// Raised by the first task submitted; local workers that start on demand wait for it.
     demand: watch::Sender<bool>,
+    /// The live workers, from their heartbeats (kept by the coordinator).
+    pub fleet: Mutex<Fleet>,
 }
 
 impl TaskHub {
@@ -46,6 +50,7 @@ impl TaskHub {
             Vec::new()
         };
         let roster = agents.iter().map(|a| (a.name.clone(), a.description.clone())).collect();
+        let config_heartbeat = config.worker.heartbeat_seconds.max(1);
         Ok(Arc::new(Self {
             config,
             store,
@@ -56,6 +61,7 @@ impl TaskHub {
             handoffs: Mutex::new(HashMap::new()),
             delegations: Mutex::new(HashMap::new()),
             demand: watch::Sender::new(false),
+            fleet: Mutex::new(Fleet::new(Duration::from_secs(config_heartbeat))),
         }))
     }
 
@@ -94,6 +100,12 @@ impl TaskHub {
         }
         text.push_str("\nCall fetch_agent_info to read a specialist's full definition before overriding its model.");
         Some(text)
+    }
+
+    /// The specialists as this orchestrator reads them now; none when the folder does not load (the task tools
+    /// report that themselves).
+    pub fn agent_definitions(&self) -> Vec<AgentDefinition> {
+        self.agents().unwrap_or_default()
     }
 
     fn agents(&self) -> Result<Vec<AgentDefinition>, ToolError> {
@@ -243,8 +255,16 @@ impl TaskHub {
             chat_id: Some(chat_id),
             user_id: ctx.user_id,
             max_attempts,
+            agent_hash: agent.as_ref().map(|a| a.hash.clone()),
+            requires: agent.as_ref().map(|a| a.requires.clone()).unwrap_or_default(),
         };
-        self.demand.send_replace(true);
+        if !self.demand.send_replace(true)
+            && self.sqlite.is_some()
+            && let Ok(mut fleet) = self.fleet.lock()
+        {
+            // Local workers may start only now (on demand).
+            fleet.expect_workers();
+        }
         if let Err(error) = self.queue.publish(&envelope).await {
             tracing::error!(task_id = %id, error = %error, "cannot queue the task");
             let error_text = error.to_string();
@@ -267,7 +287,8 @@ impl TaskHub {
             }
         }
         let limit_json = |v: Option<u32>| v.map_or(json!("unlimited"), |n| json!(n));
-        Ok(json!({
+        let unserved = self.unserved(&envelope);
+        let mut answer = json!({
             "task_id": id,
             "status": "queued",
             "task_status": "pending",
@@ -280,7 +301,23 @@ impl TaskHub {
             "limits": { "timeout_seconds": timeout_seconds, "max_steps": limit_json(new_task.max_steps),
                         "max_tool_calls": limit_json(new_task.max_tool_calls) },
             "continue_turn": delivery == Delivery::Delegate,
-        }))
+        });
+        if let Some(reason) = unserved {
+            answer["waiting_for_worker"] = json!(format!(
+                "{reason}; the task stays queued until such a worker joins, or times out after {timeout_seconds} s"
+            ));
+        }
+        Ok(answer)
+    }
+
+    /// Why no live worker can take this task now, if none can.
+    pub fn unserved(&self, envelope: &TaskEnvelope) -> Option<String> {
+        let needs = Needs {
+            agent: envelope.agent_name.as_deref(),
+            hash: envelope.agent_hash.as_deref(),
+            requires: &envelope.requires,
+        };
+        self.fleet.lock().ok()?.unserved(needs)
     }
 }
 
@@ -307,6 +344,7 @@ fn summary(record: &TaskRecord) -> Value {
         "created_at": record.created_at,
         "updated_at": record.updated_at,
         "started_at": record.started_at,
+        "worker": record.worker_id.as_ref().map(|id| json!({ "worker_id": id, "host": record.worker_host })),
         "result_preview": preview(record.result_text.as_deref()),
     })
 }
@@ -375,7 +413,9 @@ impl TaskService for TaskHub {
         Box::pin(async move {
             let records = self.store.list(&ctx.owner_id, status, limit).await.map_err(store_error)?;
             let tasks: Vec<Value> = records.iter().map(summary).collect();
-            Ok(json!({ "count": tasks.len(), "tasks": tasks }))
+            // The live workers, so "is anyone there to run it?" has an answer too.
+            let workers = self.fleet.lock().map(|mut fleet| fleet.describe()).unwrap_or_default();
+            Ok(json!({ "count": tasks.len(), "tasks": tasks, "workers": workers }))
         })
     }
 

@@ -65,6 +65,16 @@ pub fn delegated_turn(record: &TaskRecord) -> String {
     )
 }
 
+/// The chat's note that its queued task has no live worker able to take it (yet).
+pub fn waiting_note(record: &TaskRecord, reason: &str) -> String {
+    let short: String = record.id.chars().take(8).collect();
+    let agent = record.agent_name.as_deref().unwrap_or("worker");
+    format!(
+        "⋯ task {short} ({agent}) is waiting: {reason}. It starts when such a worker joins, or times out after {} s.",
+        record.timeout_seconds
+    )
+}
+
 /// A short progress note for the chat.
 pub fn progress_note(record: &TaskRecord) -> String {
     let step = record.progress.get("step").and_then(|s| s.as_u64()).unwrap_or(0);

@@ -273,7 +273,7 @@ async fn cancel_says_so_when_the_broker_connection_is_closed() {
     assert!(error.starts_with("the cancel could not be sent to the task queue ("), "{error}");
     assert_eq!(hub.store.get(&second).await.unwrap().unwrap().status, TaskStatus::Pending);
 
-    let settings = minibot_queue::backend::amqp_settings(&hub.config);
+    let settings = minibot_queue::backend::amqp_settings(&hub.config, &[]);
     let cleanup = AmqpQueue::connect(&settings, "cleanup").await.unwrap();
     cleanup.delete_topology().await.unwrap();
     cleanup.close().await;

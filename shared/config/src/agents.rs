@@ -27,9 +27,14 @@ pub struct AgentDefinition {
     pub openrouter_reasoning_enabled: Option<bool>,
     /// `openrouter_provider_<field>` keys, by field.
     pub openrouter_provider: BTreeMap<String, String>,
+    /// Worker labels a worker must offer (`[worker] labels`) to take this specialist's tasks.
+    pub requires: Vec<String>,
     /// The body: the specialist's system prompt.
     pub system_prompt: String,
     pub path: PathBuf,
+    /// The version of the file ([`minibot_protocol::definition_hash`] of its bytes): a task carries it, and a
+    /// worker holding another version refuses the task.
+    pub hash: String,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -90,7 +95,9 @@ pub fn parse_agent(text: &str, path: &Path) -> Result<AgentDefinition> {
         return Err(fail("the body (the agent's system prompt) is empty".into()));
     }
     let values = parse_frontmatter(&front).map_err(fail)?;
-    build(values, body, path)
+    let mut agent = build(values, body, path)?;
+    agent.hash = minibot_protocol::definition_hash(text.as_bytes());
+    Ok(agent)
 }
 
 fn parse_frontmatter(lines: &[&str]) -> std::result::Result<BTreeMap<String, Value>, String> {
@@ -165,6 +172,7 @@ const KEYS: &[&str] = &[
     "tools_deny",
     "mcp_servers",
     "openrouter_reasoning_enabled",
+    "requires",
 ];
 
 fn build(values: BTreeMap<String, Value>, body: String, path: &Path) -> Result<AgentDefinition> {
@@ -228,6 +236,10 @@ fn build(values: BTreeMap<String, Value>, body: String, path: &Path) -> Result<A
     if !tools_allow.is_empty() && !tools_deny.is_empty() {
         return Err(fail("set either tools_allow or tools_deny, not both".into()));
     }
+    let requires = list("requires")?;
+    if let Some(bad) = requires.iter().find(|label| !valid_label(label)) {
+        return Err(fail(format!("`requires` label `{bad}` must be letters, digits, `-`, `_` or `.`")));
+    }
     let mut openrouter_provider = BTreeMap::new();
     for (key, value) in &values {
         if let (Some(field), Value::Scalar(v)) = (key.strip_prefix("openrouter_provider_"), value) {
@@ -250,10 +262,19 @@ fn build(values: BTreeMap<String, Value>, body: String, path: &Path) -> Result<A
         mcp_servers: list("mcp_servers")?,
         openrouter_reasoning_enabled: boolean("openrouter_reasoning_enabled")?,
         openrouter_provider,
+        requires,
         system_prompt: body,
         path: path.to_path_buf(),
+        hash: String::new(),
         name,
     })
+}
+
+/// A worker label (`[worker] labels`, a specialist's `requires`): it becomes part of queue names and log lines.
+pub fn valid_label(label: &str) -> bool {
+    !label.is_empty()
+        && label.len() <= 64
+        && label.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 #[cfg(test)]
@@ -277,6 +298,20 @@ mod tests {
         assert_eq!(agent.tools_allow, ["http_request", "current_datetime"]);
         assert_eq!(agent.mcp_servers, ["web"]);
         assert_eq!(agent.system_prompt, "You research.");
+        assert!(agent.requires.is_empty());
+        assert_eq!(agent.hash.len(), 16);
+    }
+
+    #[test]
+    fn requires_and_the_version_hash() {
+        let text = "---\nname: renderer\nrequires:\n  - gpu\n  - big-disk\n---\nYou render.\n";
+        let agent = parse(text).expect("parses");
+        assert_eq!(agent.requires, ["gpu", "big-disk"]);
+        let edited = parse(&text.replace("You render.", "You render fast.")).expect("parses");
+        assert_ne!(agent.hash, edited.hash, "any edit is a new version");
+        assert_eq!(agent.hash, parse(text).expect("parses").hash);
+        let err = parse("---\nname: renderer\nrequires:\n  - a b\n---\nx").expect_err("bad label").to_string();
+        assert!(err.contains("`requires` label `a b`"), "{err}");
     }
 
     #[test]

@@ -22,6 +22,10 @@ pub enum ConfigError {
     InvalidKey { file: String, key: String, message: String },
     #[error("{file}: {message}")]
     Invalid { file: String, message: String },
+    /// A `MINIBOT__…` override that cannot be applied, or a problem at a key it set: named by both, because
+    /// the fix is in the environment, not in the file.
+    #[error("environment variable {var} (`{key}`): {message}")]
+    Override { var: String, key: String, message: String },
     #[error("agent file {path}: {message}")]
     Agent { path: PathBuf, message: String },
     #[error("{file}: key {key}: ${{secret:{name}}} needs the vault, which is off: set [vault] enabled = true")]

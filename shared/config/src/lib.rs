@@ -2,19 +2,24 @@
 //! unknown sections and keys by name, applies MiniBot's defaults and checks the rules that span sections.
 //!
 //! [`Config::load`] finds the file (`--config`, then `MINIBOT_CONFIG`, then `./config.toml`; no file means
-//! defaults). Relative paths in the file resolve against the file's folder, so the program runs from any working
-//! directory. [`Config::main_llm`] resolves `[llm]` and `[providers.<name>]` into one endpoint.
+//! defaults), then layers `MINIBOT__SECTION__KEY` environment overrides on top through the `config` crate
+//! (`overrides`, `layers`). Relative paths in the file resolve against the file's folder, so the program runs
+//! from any working directory. [`Config::main_llm`] resolves `[llm]` and `[providers.<name>]` into one endpoint.
 
 mod agents;
 mod bytesize;
 mod error;
 mod expand;
+mod keypath;
+mod layers;
 mod load;
+mod overrides;
 mod paths;
 mod providers;
 pub mod schema;
 pub mod support;
 mod validate;
+mod vars;
 mod vault;
 
 pub use agents::{AgentDefinition, load_agents, parse_agent};
@@ -26,9 +31,13 @@ pub use paths::sqlite_path_from_url;
 pub use providers::{ApiFormat, LlmEndpoint, MissingApiKey, ProviderChoice, ProviderUnavailable, is_credential};
 pub use schema::*;
 pub use support::{Unsupported, check_agents};
+pub use vars::Vars;
 pub use vault::Unlock;
 
 use std::path::{Path, PathBuf};
+
+/// What a configuration without a file is called in messages.
+const DEFAULTS_ORIGIN: &str = "defaults (no config file)";
 
 /// A loaded and validated configuration.
 #[derive(Debug, Clone)]
@@ -79,30 +88,45 @@ impl Config {
     }
 
     /// Finds and loads the config: `explicit` (from `--config`), else `MINIBOT_CONFIG`, else `./config.toml`.
-    /// A missing default file means defaults; a missing explicit file is an error. With `[vault] enabled`, the
-    /// vault is unlocked with `[vault] password_file`, `MINIBOT_VAULT_PASSWORD` or a terminal prompt.
+    /// A missing default file means defaults; a missing explicit file is an error. `MINIBOT__SECTION__KEY`
+    /// variables override the file's keys (and apply without a file too). With `[vault] enabled`, the vault is
+    /// unlocked with `[vault] password_file`, `MINIBOT_VAULT_PASSWORD` or a terminal prompt.
     pub fn load(explicit: Option<&Path>) -> Result<Self> {
         Self::load_with(explicit, Unlock::Password(&minibot_vault::TtyPrompt))
     }
 
-    /// [`Self::load`] with the vault unlocked as `unlock` says.
+    /// [`Self::load`] with the vault unlocked as `unlock` says. Reads the process environment once.
     pub fn load_with(explicit: Option<&Path>, unlock: Unlock<'_>) -> Result<Self> {
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        Self::load_from(explicit, &cwd, &Vars::process(), unlock)
+    }
+
+    /// [`Self::load_with`] with the environment given: `vars` stands for the process environment
+    /// (`MINIBOT_CONFIG`, `${NAME}` references, `MINIBOT_VAULT_PASSWORD`, `MINIBOT__…` overrides) and `cwd` for
+    /// the working directory (where `config.toml` is looked for, and the base of a run without a file).
+    pub fn load_from(explicit: Option<&Path>, cwd: &Path, vars: &Vars, unlock: Unlock<'_>) -> Result<Self> {
+        let overrides = overrides::collect(vars)?;
+        let lookup = |name: &str| vars.get(name).map(String::from);
         let (path, required) = match explicit {
             Some(path) => (path.to_path_buf(), true),
-            None => match std::env::var_os("MINIBOT_CONFIG").filter(|v| !v.is_empty()) {
+            None => match vars.get("MINIBOT_CONFIG").filter(|v| !v.is_empty()) {
                 Some(path) => (PathBuf::from(path), true),
                 None => (cwd.join("config.toml"), false),
             },
         };
-        if !path.exists() && !required {
+        if path.exists() || required {
+            return load::from_file(&path, &lookup, &overrides, unlock);
+        }
+        if overrides.is_empty() {
             return Ok(Self::defaults(cwd));
         }
-        load::from_file(&path, &|name| std::env::var(name).ok(), unlock)
+        let file = load::File { text: "", origin: DEFAULTS_ORIGIN, path: None, base_dir: cwd.to_path_buf() };
+        load::build(file, &lookup, &overrides, unlock)
     }
 
     /// Loads from text; `origin` names the text in errors. A vault opens only with a password from
-    /// `[vault] password_file` or `MINIBOT_VAULT_PASSWORD` (through `lookup`): nobody is asked.
+    /// `[vault] password_file` or `MINIBOT_VAULT_PASSWORD` (through `lookup`): nobody is asked. No overrides
+    /// apply: `lookup` cannot list variables (see [`Self::load_from`]).
     pub fn from_toml(
         text: &str,
         origin: &str,
@@ -120,11 +144,8 @@ impl Config {
         lookup: &dyn Fn(&str) -> Option<String>,
         unlock: Unlock<'_>,
     ) -> Result<Self> {
-        let base_dir = base_dir.into();
-        let (file, secrets) = load::parse(text, &vault::Origin { name: origin, base_dir: &base_dir, lookup }, unlock)?;
-        let config = Self { file, source: None, base_dir, secrets };
-        validate::check(&config, origin)?;
-        Ok(config)
+        let file = load::File { text, origin, path: None, base_dir: base_dir.into() };
+        load::build(file, lookup, &[], unlock)
     }
 
     /// Resolves a path written in the config: `~` is the home folder, relative paths sit under [`Self::base_dir`].
@@ -134,7 +155,7 @@ impl Config {
 
     /// The file name shown in messages: the config path, or "defaults".
     pub fn origin(&self) -> String {
-        self.source.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "defaults (no config file)".into())
+        self.source.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| DEFAULTS_ORIGIN.into())
     }
 
     /// Whether specialists are on: explicit `[orchestration.specialists].enabled`, else `[tasks].enabled`.

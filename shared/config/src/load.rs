@@ -1,12 +1,19 @@
 use crate::expand::{self, WholeReference};
+use crate::keypath::{lookup_mut, lookup_ref};
+use crate::overrides::{self, Override};
 use crate::schema::{ConfigFile, SECTIONS};
 use crate::vault::{Origin, Unlock};
 use crate::{Config, ConfigError, Result};
 use minibot_vault::Secrets;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use toml::Value;
 
-pub(crate) fn from_file(path: &Path, lookup: &dyn Fn(&str) -> Option<String>, unlock: Unlock<'_>) -> Result<Config> {
+pub(crate) fn from_file(
+    path: &Path,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    overrides: &[Override],
+    unlock: Unlock<'_>,
+) -> Result<Config> {
     if path.exists() && !path.is_file() {
         return Err(ConfigError::NotAFile(path.to_path_buf()));
     }
@@ -18,26 +25,56 @@ pub(crate) fn from_file(path: &Path, lookup: &dyn Fn(&str) -> Option<String>, un
     let origin = path.display().to_string();
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let base_dir = absolute.parent().map(Path::to_path_buf).unwrap_or_default();
-    let (file, secrets) = parse(&text, &Origin { name: &origin, base_dir: &base_dir, lookup }, unlock)?;
-    let config = Config { file, source: Some(absolute), base_dir, secrets };
-    crate::validate::check(&config, &origin)?;
-    Ok(config)
+    let file = File { text: &text, origin: &origin, path: Some(absolute), base_dir };
+    build(file, lookup, overrides, unlock)
 }
 
-/// Parses, expands `${ENV}` then `${secret:…}` (unlocking the vault as `unlock` says), and types the file.
-pub(crate) fn parse(text: &str, source: &Origin<'_>, unlock: Unlock<'_>) -> Result<(ConfigFile, Secrets)> {
+/// The text to load (empty when there is no file), what to call it in errors and where it lives.
+pub(crate) struct File<'a> {
+    pub text: &'a str,
+    pub origin: &'a str,
+    pub path: Option<PathBuf>,
+    pub base_dir: PathBuf,
+}
+
+/// The file with `overrides` on top, typed and checked. A problem that an override caused names its variable.
+pub(crate) fn build(
+    file: File<'_>,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    overrides: &[Override],
+    unlock: Unlock<'_>,
+) -> Result<Config> {
+    let checked = parse(file.text, &Origin { name: file.origin, base_dir: &file.base_dir, lookup }, overrides, unlock)
+        .and_then(|(typed, secrets)| {
+            let config = Config { file: typed, source: file.path, base_dir: file.base_dir.clone(), secrets };
+            crate::validate::check(&config, file.origin).map(|()| config)
+        });
+    checked.map_err(|err| overrides::blame(err, overrides))
+}
+
+/// Parses, layers the overrides on top, expands `${ENV}` then `${secret:…}` (unlocking the vault as `unlock`
+/// says), and types the result.
+pub(crate) fn parse(
+    text: &str,
+    source: &Origin<'_>,
+    overrides: &[Override],
+    unlock: Unlock<'_>,
+) -> Result<(ConfigFile, Secrets)> {
     let (origin, lookup) = (source.name, source.lookup);
-    let mut table: toml::Table = toml::from_str(text)
+    let file: toml::Table = toml::from_str(text)
         .map_err(|e| ConfigError::Syntax { path: origin.to_string(), message: e.to_string().trim_end().to_string() })?;
-    if let Some(section) = table.keys().find(|k| !SECTIONS.contains(&k.as_str())) {
+    if let Some(section) = file.keys().find(|k| !SECTIONS.contains(&k.as_str())) {
         return Err(ConfigError::UnknownSection { file: origin.into(), section: section.clone() });
     }
+    let mut table = crate::layers::merge(file, origin, overrides)?;
     let expansion = expand::expand_tree(&mut table, lookup).map_err(|unset| ConfigError::UnsetVariable {
         file: origin.into(),
         var: unset.var,
         key: unset.key,
     })?;
     let mut whole = expansion.whole_references;
+    // An override is text standing for whatever its key wants, like a value written as exactly "${VAR}".
+    whole.extend(overrides.iter().map(|o| WholeReference { key: o.key.clone() }));
     let secrets = crate::vault::expand_secrets(&mut table, &mut whole, source, unlock)?;
     Ok((deserialize_with_coercion(table, &whole, origin)?, secrets))
 }
@@ -97,60 +134,4 @@ fn scalar_from_text(text: &str) -> Option<Value> {
         return Some(Value::Integer(int));
     }
     text.parse::<f64>().ok().filter(|f| f.is_finite()).map(Value::Float)
-}
-
-/// Splits `a.b[2].c` into segments.
-fn segments(key: &str) -> Vec<Segment<'_>> {
-    let mut out = Vec::new();
-    for part in key.split('.') {
-        let (name, indices) = part.split_once('[').map_or((part, ""), |(n, rest)| (n, rest));
-        if !name.is_empty() {
-            out.push(Segment::Key(name));
-        }
-        for index in indices.split('[') {
-            if let Some(number) = index.trim_end_matches(']').parse::<usize>().ok().filter(|_| !index.is_empty()) {
-                out.push(Segment::Index(number));
-            }
-        }
-    }
-    out
-}
-
-enum Segment<'a> {
-    Key(&'a str),
-    Index(usize),
-}
-
-fn lookup_mut<'t>(table: &'t mut toml::Table, key: &str) -> Option<&'t mut Value> {
-    let segs = segments(key);
-    let (first, rest) = segs.split_first()?;
-    let Segment::Key(name) = first else {
-        return None;
-    };
-    let mut current = table.get_mut(*name)?;
-    for seg in rest {
-        current = match (seg, current) {
-            (Segment::Key(name), Value::Table(t)) => t.get_mut(*name)?,
-            (Segment::Index(i), Value::Array(a)) => a.get_mut(*i)?,
-            _ => return None,
-        };
-    }
-    Some(current)
-}
-
-fn lookup_ref<'t>(table: &'t toml::Table, key: &str) -> Option<&'t Value> {
-    let segs = segments(key);
-    let (first, rest) = segs.split_first()?;
-    let Segment::Key(name) = first else {
-        return None;
-    };
-    let mut current = table.get(*name)?;
-    for seg in rest {
-        current = match (seg, current) {
-            (Segment::Key(name), Value::Table(t)) => t.get(*name)?,
-            (Segment::Index(i), Value::Array(a)) => a.get(*i)?,
-            _ => return None,
-        };
-    }
-    Some(current)
 }

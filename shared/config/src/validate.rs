@@ -51,6 +51,7 @@ pub(crate) fn check(config: &Config, origin: &str) -> Result<()> {
     }
 
     check_telegram(config, &invalid)?;
+    check_worker(config, &invalid)?;
 
     let main = &config.orchestration.main_agent;
     if !main.tools_allow.is_empty() && !main.tools_deny.is_empty() {
@@ -181,6 +182,25 @@ pub(crate) fn check(config: &Config, origin: &str) -> Result<()> {
                 format!("`{module}` is a Python extension module; minibot-rs cannot load Python code"),
             ));
         }
+    }
+    Ok(())
+}
+
+fn check_worker(config: &Config, invalid: &dyn Fn(&str, String) -> ConfigError) -> Result<()> {
+    if let Some(bad) = config.worker.labels.iter().find(|label| !crate::agents::valid_label(label)) {
+        return Err(invalid("worker.labels", format!("label `{bad}` must be letters, digits, `-`, `_` or `.`")));
+    }
+    if !(1..=3600).contains(&config.worker.heartbeat_seconds) {
+        return Err(invalid("worker.heartbeat_seconds", "must be between 1 and 3600".into()));
+    }
+    let ca = config.rabbitmq.tls_ca_file.as_deref().filter(|f| !f.trim().is_empty());
+    if let Some(file) = ca
+        && !config.rabbitmq.broker_url.starts_with("amqps://")
+    {
+        return Err(invalid(
+            "rabbitmq.tls_ca_file",
+            format!("`{file}` is set but broker_url does not start with amqps://, so it would never be used"),
+        ));
     }
     Ok(())
 }

@@ -94,7 +94,9 @@ fn empty_config_and_the_shipped_configs_load() {
     let compose = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/config.compose.toml"))
         .unwrap()
         .replace("${OPENAI_API_KEY}", "")
-        .replace("${TELEGRAM_BOT_TOKEN}", "");
+        .replace("${TELEGRAM_BOT_TOKEN}", "")
+        .replace("${RABBITMQ_DEFAULT_USER}", "guest")
+        .replace("${RABBITMQ_DEFAULT_PASS}", "guest");
     loads(&compose);
 }
 

@@ -5,14 +5,18 @@
 //! decodes as `Unknown` (skipped) rather than failing. Every message carries [`PROTOCOL_VERSION`]; a message
 //! that does not decode, or has a version this side does not speak, is a [`ProtocolError`], never a panic.
 //!
+//! Workers also announce themselves ([`WorkerStatus`]): start, heartbeat, leave.
+//!
 //! Tool approvals from a worker ride the same two paths: the question is a worker event
 //! ([`WorkerEventKind::ApprovalRequest`]), the answer a control message ([`ControlKind::ApprovalResult`]).
 //!
 //! The task states the orchestrator records and shows ([`TaskStatus`], [`Delivery`], [`TaskUsage`]) live here
 //! too, so the store, the task tools and the orchestrator share one spelling of each.
 
+mod fleet;
 mod state;
 
+pub use fleet::{SpecialistVersion, WorkerState, WorkerStatus};
 pub use state::{Delivery, TaskStatus, TaskUsage, UnknownName};
 
 use serde::de::DeserializeOwned;
@@ -65,9 +69,22 @@ pub struct TaskEnvelope {
     pub user_id: Option<i64>,
     /// Deliveries after which the task is dead.
     pub max_attempts: u32,
+    /// The version of the specialist's definition the task was sent with ([`definition_hash`] of its file); a
+    /// worker whose file differs refuses the task instead of running another prompt. `None` from older senders
+    /// and for the generic worker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_hash: Option<String>,
+    /// Worker labels the specialist requires (its `requires`); only workers offering all of them take it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requires: Vec<String>,
 }
 
 impl TaskEnvelope {
+    /// The route the task travels on: see [`route_for`].
+    pub fn route(&self) -> String {
+        route_for(self.agent_name.as_deref())
+    }
+
     pub fn encode(&self) -> Result<Vec<u8>, ProtocolError> {
         encode(self)
     }
@@ -225,6 +242,20 @@ impl ControlMessage {
     }
 }
 
+/// The route of a task for `agent` (`None`: the generic worker). Tasks travel per specialist, so a worker only
+/// ever sees tasks of specialists it has (and whose `requires` its labels meet): the generic worker's route is
+/// `""`, a specialist's is `agent.<name>`. RabbitMQ gives each route its own queue, SQLite a column.
+pub fn route_for(agent: Option<&str>) -> String {
+    agent.map(|name| format!("agent.{name}")).unwrap_or_default()
+}
+
+/// The version of a specialist's definition: the first 16 hex digits of the SHA-256 of its file's bytes.
+pub fn definition_hash(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(bytes);
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
 fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, ProtocolError> {
     rmp_serde::to_vec_named(value).map_err(|e| ProtocolError::Encode(e.to_string()))
 }
@@ -255,6 +286,8 @@ mod tests {
             chat_id: Some(1),
             user_id: None,
             max_attempts: 3,
+            agent_hash: Some("0123456789abcdef".into()),
+            requires: vec!["gpu".into()],
         }
     }
 

@@ -34,6 +34,7 @@ fn settings(prefetch_count: u16) -> AmqpSettings {
         queue_name: format!("bench-{id}"),
         exchange_name: format!("bench-{id}.tasks"),
         prefetch_count,
+        ..AmqpSettings::new("")
     }
 }
 
@@ -51,6 +52,8 @@ fn task(id: String) -> TaskEnvelope {
         chat_id: None,
         user_id: None,
         max_attempts: 3,
+        agent_hash: None,
+        requires: Vec::new(),
     }
 }
 

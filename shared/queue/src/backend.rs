@@ -30,14 +30,16 @@ pub fn tasks_db_path(config: &Config) -> Result<PathBuf> {
         .ok_or_else(|| QueueError::NotSqliteUrl { key: "tasks.sqlite.sqlite_url", url: url.clone() })
 }
 
-/// `[rabbitmq]` as the AMQP backend takes it.
-pub fn amqp_settings(config: &Config) -> AmqpSettings {
+/// `[rabbitmq]` as the AMQP backend takes it, for a side that takes tasks of `routes` (none: the orchestrator).
+pub fn amqp_settings(config: &Config, routes: &[String]) -> AmqpSettings {
     let section = &config.rabbitmq;
     AmqpSettings {
         broker_url: section.broker_url.clone(),
         queue_name: section.queue_name.clone(),
         exchange_name: section.exchange_name.clone(),
         prefetch_count: section.prefetch_count.max(1),
+        routes: routes.to_vec(),
+        tls_ca_file: section.tls_ca_file.as_deref().filter(|f| !f.trim().is_empty()).map(|f| config.resolve_path(f)),
     }
 }
 
@@ -53,11 +55,11 @@ pub fn redact_url(url: &str) -> String {
     }
 }
 
-/// Opens a worker's side of the configured queue.
-pub async fn open_worker_queue(config: &Config, worker_id: &str) -> Result<Arc<dyn WorkQueue>> {
+/// Opens a worker's side of the configured queue, taking tasks of `routes` only.
+pub async fn open_worker_queue(config: &Config, worker_id: &str, routes: &[String]) -> Result<Arc<dyn WorkQueue>> {
     match config.tasks.backend {
-        TaskBackend::Sqlite => Ok(Arc::new(open_sqlite(config, worker_id).await?)),
-        TaskBackend::Rabbitmq => Ok(Arc::new(connect_amqp(config, worker_id).await?)),
+        TaskBackend::Sqlite => Ok(Arc::new(open_sqlite(config, worker_id).await?.with_routes(routes))),
+        TaskBackend::Rabbitmq => Ok(Arc::new(connect_amqp(config, worker_id, routes).await?)),
     }
 }
 
@@ -69,7 +71,7 @@ pub async fn open_orchestrator_queue(config: &Config) -> Result<OrchestratorQueu
             Ok(OrchestratorQueue { queue: queue.clone(), sqlite: Some(queue) })
         }
         TaskBackend::Rabbitmq => {
-            Ok(OrchestratorQueue { queue: Arc::new(connect_amqp(config, ORCHESTRATOR_ID).await?), sqlite: None })
+            Ok(OrchestratorQueue { queue: Arc::new(connect_amqp(config, ORCHESTRATOR_ID, &[]).await?), sqlite: None })
         }
     }
 }
@@ -80,12 +82,22 @@ async fn open_sqlite(config: &Config, id: &str) -> Result<SqliteQueue> {
     SqliteQueue::open(&path, id, lease).await
 }
 
-async fn connect_amqp(config: &Config, id: &str) -> Result<AmqpQueue> {
-    let settings = amqp_settings(config);
-    AmqpQueue::connect(&settings, id).await.map_err(|error| QueueError::Unreachable {
-        url: redact_url(&settings.broker_url),
-        key: "rabbitmq.broker_url",
-        error: Box::new(error),
+async fn connect_amqp(config: &Config, id: &str, routes: &[String]) -> Result<AmqpQueue> {
+    let settings = amqp_settings(config, routes);
+    if let Some(path) = &settings.tls_ca_file
+        && let Err(error) = std::fs::metadata(path)
+    {
+        let message = format!("cannot read {}: {error}", path.display());
+        return Err(QueueError::Setting { key: "rabbitmq.tls_ca_file", message });
+    }
+    AmqpQueue::connect(&settings, id).await.map_err(|error| match error {
+        // Reached, but holding a queue in another shape: the message says what to do.
+        QueueError::Topology(_) => error,
+        error => QueueError::Unreachable {
+            url: redact_url(&settings.broker_url),
+            key: "rabbitmq.broker_url",
+            error: Box::new(error),
+        },
     })
 }
 
@@ -117,7 +129,8 @@ mod tests {
         config.tasks.backend = TaskBackend::Rabbitmq;
         // Port 1 on the loopback refuses at once.
         config.rabbitmq.broker_url = "amqp://guest:secret@127.0.0.1:1/%2f".into();
-        let error = open_worker_queue(&config, "w").await.err().map(|e| e.to_string()).unwrap_or_default();
+        let error =
+            open_worker_queue(&config, "w", &[String::new()]).await.err().map(|e| e.to_string()).unwrap_or_default();
         assert!(
             error.starts_with("cannot reach RabbitMQ at amqp://guest:***@127.0.0.1:1/%2f (rabbitmq.broker_url): "),
             "{error}"

@@ -6,11 +6,16 @@
 //! claim after emitting the terminal event. The backend removes the task only once that terminal event is
 //! stored, which may happen after `settle` returned (see [`WorkQueue::settle`]).
 //!
+//! Tasks travel by route ([`minibot_protocol::route_for`]): a worker opens its side with the routes it serves
+//! (the generic worker's and those of the specialists it has whose `requires` its labels meet) and never
+//! claims a task of another route. Workers announce themselves and send heartbeats ([`WorkQueue::announce`]);
+//! the orchestrator reads them with [`TaskQueue::next_status`].
+//!
 //! Delivery is at least once. Every claim counts as an attempt (a lease that expired and a redelivery after a
 //! worker died count too); a claim past the task's `max_attempts` is not handed to the worker: the backend
-//! reports the task as failed (`worker_error`) and drops it. A task may therefore report more than one
-//! terminal event (a redelivery after its answer was stored but not its settlement); the consumer of events
-//! keeps the first. Two backends: [`sqlite::SqliteQueue`] (one WAL
+//! reports the task as failed (`worker_error`) and drops it (RabbitMQ: into the dead-letter queue). A task may
+//! therefore report more than one terminal event (a redelivery after its answer was stored but not its
+//! settlement); the consumer of events keeps the first. Two backends: [`sqlite::SqliteQueue`] (one WAL
 //! database file shared with local workers) and [`amqp::AmqpQueue`] (RabbitMQ via lapin); [`backend`] opens
 //! the one the config names. [`approvals`] matches a task's approval questions (worker events) with their
 //! answers (control messages) on either backend.
@@ -21,7 +26,7 @@ pub mod backend;
 pub mod sqlite;
 
 use futures_util::future::BoxFuture;
-pub use minibot_protocol::{ControlMessage, TaskEnvelope, WorkerEvent};
+pub use minibot_protocol::{ControlMessage, TaskEnvelope, WorkerEvent, WorkerStatus};
 
 #[derive(Debug, thiserror::Error)]
 pub enum QueueError {
@@ -34,6 +39,12 @@ pub enum QueueError {
     Broker(String),
     #[error(transparent)]
     Protocol(#[from] minibot_protocol::ProtocolError),
+    /// A setting of the queue is unusable; the message names the key.
+    #[error("{key}: {message}")]
+    Setting { key: &'static str, message: String },
+    /// The broker holds a queue of ours in another shape than this version declares; the text says what to do.
+    #[error("{0}")]
+    Topology(String),
     #[error("task {task_id}: the lease was lost to another worker")]
     LeaseLost { task_id: String },
     #[error("the queue is closed")]
@@ -77,6 +88,8 @@ pub trait TaskQueue: Send + Sync {
     /// in the background); an event whose removal is lost is delivered again, and must be applied idempotently
     /// (the AMQP backend itself drops events that follow a task's terminal event).
     fn ack_event(&self, delivery: &EventDelivery) -> BoxFuture<'_, Result<()>>;
+    /// Waits for the next worker announcement or heartbeat (the orchestrator keeps the roster from them).
+    fn next_status(&self) -> BoxFuture<'_, Result<WorkerStatus>>;
     /// Closes the backend (SQLite: the pool; AMQP: the connection). Call it before the tokio runtime stops: a
     /// pooled SQLite connection dropped after that panics.
     fn close(&self) -> BoxFuture<'_, ()>;
@@ -101,6 +114,8 @@ pub trait WorkQueue: Send + Sync {
     /// AMQP: the ack follows the terminal event's publisher confirm). If the terminal event turns out not to
     /// be stored, the task is redelivered as another attempt and its answer comes from that run.
     fn settle<'a>(&'a self, task: &'a ClaimedTask) -> BoxFuture<'a, Result<()>>;
+    /// Tells the orchestrators this worker is up (or leaving), what it runs and how busy it is. Best effort.
+    fn announce<'a>(&'a self, status: &'a WorkerStatus) -> BoxFuture<'a, Result<()>>;
     /// Closes the backend; unsettled claims go back to the queue. Call it before the tokio runtime stops.
     fn close(&self) -> BoxFuture<'_, ()>;
 }

@@ -11,7 +11,9 @@
 
 use crate::{ClaimedTask, EventDelivery, QueueError, Result, TaskQueue, WorkQueue, dead_task_error};
 use futures_util::future::BoxFuture;
-use minibot_protocol::{ControlKind, ControlMessage, TaskEnvelope, TaskOutcome, WorkerEvent, WorkerEventKind};
+use minibot_protocol::{
+    ControlKind, ControlMessage, TaskEnvelope, TaskOutcome, WorkerEvent, WorkerEventKind, WorkerStatus,
+};
 use sqlx::Row;
 use sqlx::sqlite::SqlitePool;
 use std::collections::VecDeque;
@@ -22,6 +24,8 @@ use tokio::sync::Mutex;
 pub const POLL_INTERVAL: Duration = Duration::from_millis(20);
 pub const IDLE_POLL_INTERVAL: Duration = Duration::from_millis(50);
 const QUIET_AFTER: Duration = Duration::from_secs(1);
+/// How often the orchestrator looks for new worker statuses; heartbeats come every few seconds.
+const STATUS_POLL_INTERVAL: Duration = Duration::from_millis(500);
 
 /// The pause before the next poll of a wait that began at `since` (right after the previous task or event):
 /// short at first, since work tends to come in bursts, longer once it has been quiet.
@@ -56,12 +60,27 @@ CREATE TABLE IF NOT EXISTS queue_controls (
     payload BLOB    NOT NULL
 );
 CREATE INDEX IF NOT EXISTS ix_queue_controls_task ON queue_controls (task_id);
+CREATE TABLE IF NOT EXISTS queue_workers (
+    worker_id  TEXT    PRIMARY KEY,
+    status     BLOB    NOT NULL,
+    seq        INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
 ";
+
+/// Added after the first release: a task's route ([`minibot_protocol::route_for`]); older rows are generic.
+const ADD_ROUTE: &str = "ALTER TABLE queue_tasks ADD COLUMN route TEXT NOT NULL DEFAULT ''";
+/// Worker rows unchanged this long are removed (a worker that died without saying so).
+const STALE_WORKER_MS: i64 = 3_600_000;
 
 pub struct SqliteQueue {
     pool: SqlitePool,
     worker_id: String,
     lease_timeout: Duration,
+    /// The routes a worker claims tasks of, as a JSON array for the claim query; `None` claims any.
+    routes: Option<String>,
+    /// Worker statuses read but not yet handed out, and the highest `seq` read.
+    statuses: Mutex<(VecDeque<WorkerStatus>, i64)>,
     /// Events read but not yet acknowledged, and the highest sequence number read.
     events: Mutex<(VecDeque<EventDelivery>, i64)>,
 }
@@ -75,7 +94,36 @@ impl SqliteQueue {
     pub async fn open(path: &Path, worker_id: &str, lease_timeout: Duration) -> Result<Self> {
         let pool = minibot_sqlite::open_pool(path, 2).await?;
         sqlx::raw_sql(SCHEMA).execute(&pool).await?;
-        Ok(Self { pool, worker_id: worker_id.to_string(), lease_timeout, events: Mutex::new((VecDeque::new(), 0)) })
+        let has_route: bool =
+            sqlx::query_scalar("SELECT COUNT(*) > 0 FROM pragma_table_info('queue_tasks') WHERE name = 'route'")
+                .fetch_one(&pool)
+                .await?;
+        if !has_route {
+            // Two processes may both see it missing; the loser's ALTER fails with "duplicate column", harmless.
+            if let Err(error) = sqlx::query(ADD_ROUTE).execute(&pool).await
+                && !error.to_string().contains("duplicate column")
+            {
+                return Err(error.into());
+            }
+        }
+        // A backlog of tasks nobody can take (a specialist no live worker has) must not slow every claim.
+        sqlx::query("CREATE INDEX IF NOT EXISTS ix_queue_tasks_route ON queue_tasks (route, status, created_at)")
+            .execute(&pool)
+            .await?;
+        Ok(Self {
+            pool,
+            worker_id: worker_id.to_string(),
+            lease_timeout,
+            routes: None,
+            statuses: Mutex::new((VecDeque::new(), 0)),
+            events: Mutex::new((VecDeque::new(), 0)),
+        })
+    }
+
+    /// Claims only tasks of these routes (a worker's).
+    pub fn with_routes(mut self, routes: &[String]) -> Self {
+        self.routes = serde_json::to_string(routes).ok();
+        self
     }
 
     /// Makes the claims of a worker that died reclaimable at once instead of when their leases expire.
@@ -94,8 +142,14 @@ impl SqliteQueue {
     }
 
     /// Closes the pool. Call it before the tokio runtime stops: sqlx returns a dropped connection on a
-    /// spawned task, which panics once the runtime is gone.
+    /// spawned task, which panics once the runtime is gone. A worker's side first gives back the tasks it
+    /// holds, so another worker claims them at once instead of after the lease.
     pub async fn close(&self) {
+        if self.routes.is_some()
+            && let Err(error) = self.release_worker(&self.worker_id).await
+        {
+            tracing::warn!(error = %error, "cannot give back the tasks this worker holds");
+        }
         self.pool.close().await;
     }
 
@@ -108,13 +162,15 @@ impl SqliteQueue {
                  lease_expires_at = ?2 + lease_ms, worker_id = ?3
              WHERE task_id = (
                  SELECT task_id FROM queue_tasks
-                 WHERE status = 'pending' OR (status = 'leased' AND lease_expires_at <= ?2)
+                 WHERE (status = 'pending' OR (status = 'leased' AND lease_expires_at <= ?2))
+                   AND (?4 IS NULL OR route IN (SELECT value FROM json_each(?4)))
                  ORDER BY created_at LIMIT 1)
              RETURNING task_id, envelope, attempts, max_attempts",
         )
         .bind(&token)
         .bind(now)
         .bind(&self.worker_id)
+        .bind(self.routes.as_deref())
         .fetch_optional(&self.pool)
         .await?;
         let Some(row) = row else { return Ok(None) };
@@ -177,14 +233,15 @@ impl TaskQueue for SqliteQueue {
             let task_lease = Duration::from_secs(task.limits.timeout_seconds) + LEASE_GRACE;
             let lease_ms = self.lease_timeout.max(task_lease).as_millis() as i64;
             sqlx::query(
-                "INSERT INTO queue_tasks (task_id, envelope, status, attempts, max_attempts, lease_ms, created_at)
-                 VALUES (?1, ?2, 'pending', 0, ?3, ?4, ?5)",
+                "INSERT INTO queue_tasks (task_id, envelope, status, attempts, max_attempts, lease_ms, created_at, route)
+                 VALUES (?1, ?2, 'pending', 0, ?3, ?4, ?5, ?6)",
             )
             .bind(&task.task_id)
             .bind(task.encode()?)
             .bind(i64::from(task.max_attempts.max(1)))
             .bind(lease_ms)
             .bind(now_ms())
+            .bind(task.route())
             .execute(&self.pool)
             .await?;
             Ok(())
@@ -266,6 +323,44 @@ impl TaskQueue for SqliteQueue {
         })
     }
 
+    fn next_status(&self) -> BoxFuture<'_, Result<WorkerStatus>> {
+        Box::pin(async move {
+            loop {
+                if self.pool.is_closed() {
+                    return Err(QueueError::Closed);
+                }
+                {
+                    let mut guard = self.statuses.lock().await;
+                    if let Some(status) = guard.0.pop_front() {
+                        return Ok(status);
+                    }
+                    let rows =
+                        sqlx::query("SELECT seq, status, updated_at FROM queue_workers WHERE seq > ?1 ORDER BY seq")
+                            .bind(guard.1)
+                            .fetch_all(&self.pool)
+                            .await?;
+                    let now = now_ms();
+                    for row in rows {
+                        guard.1 = guard.1.max(row.get::<i64, _>("seq"));
+                        let age = now.saturating_sub(row.get::<i64, _>("updated_at"));
+                        match WorkerStatus::decode(row.get::<&[u8], _>("status")) {
+                            // A row written long ago (a worker killed before it could say it left) is no news:
+                            // the roster would take it for alive for three more heartbeats.
+                            Ok(status)
+                                if age > i64::try_from(status.heartbeat_ms.saturating_mul(3)).unwrap_or(i64::MAX) => {}
+                            Ok(status) => guard.0.push_back(status),
+                            Err(error) => tracing::debug!(error = %error, "worker status does not decode; skipped"),
+                        }
+                    }
+                    if let Some(status) = guard.0.pop_front() {
+                        return Ok(status);
+                    }
+                }
+                tokio::time::sleep(STATUS_POLL_INTERVAL).await;
+            }
+        })
+    }
+
     fn ack_event(&self, delivery: &EventDelivery) -> BoxFuture<'_, Result<()>> {
         let seq = delivery.tag as i64;
         Box::pin(async move {
@@ -339,6 +434,30 @@ impl WorkQueue for SqliteQueue {
                     }
                 })
                 .collect())
+        })
+    }
+
+    fn announce<'a>(&'a self, status: &'a WorkerStatus) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let now = now_ms();
+            let mut tx = self.pool.begin().await?;
+            sqlx::query(
+                "INSERT INTO queue_workers (worker_id, status, seq, updated_at)
+                 VALUES (?1, ?2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM queue_workers), ?3)
+                 ON CONFLICT (worker_id) DO UPDATE SET status = excluded.status, seq = excluded.seq,
+                     updated_at = excluded.updated_at",
+            )
+            .bind(&status.worker_id)
+            .bind(status.encode()?)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            sqlx::query("DELETE FROM queue_workers WHERE updated_at < ?1")
+                .bind(now - STALE_WORKER_MS)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            Ok(())
         })
     }
 

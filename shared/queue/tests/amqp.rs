@@ -8,6 +8,7 @@ mod support;
 use lapin::options::BasicPublishOptions;
 use lapin::{BasicProperties, Connection, ConnectionProperties};
 use minibot_protocol::*;
+use minibot_queue::amqp::{AmqpQueue, AmqpSettings};
 use minibot_queue::{QueueError, TaskQueue, WorkQueue};
 use std::time::{Duration, Instant};
 use support::*;
@@ -119,7 +120,131 @@ async fn a_task_that_keeps_dying_is_failed_after_max_attempts() {
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(orchestrator.depths().await.unwrap(), (0, 0));
+    assert_eq!(orchestrator.dead_letters().await.unwrap(), 1, "the poison task is kept in <queue>.dead");
     orchestrator.delete_topology().await.unwrap();
+}
+
+fn routed(id: &str, agent: &str) -> TaskEnvelope {
+    let mut envelope = task(id, 3);
+    envelope.agent_name = Some(agent.into());
+    envelope
+}
+
+#[tokio::test]
+async fn a_worker_only_sees_tasks_of_its_routes() {
+    let base = settings(1);
+    let orchestrator = connect(&AmqpSettings { routes: vec![], ..base.clone() }, "orchestrator").await;
+    let plain = connect(&base, "plain").await;
+    orchestrator.publish(&routed("gpu-1", "renderer")).await.unwrap();
+    orchestrator.publish(&task("plain-1", 3)).await.unwrap();
+    let first = claim(&plain).await;
+    assert_eq!(first.envelope.task_id, "plain-1", "the generic task, not the renderer's");
+    plain.emit(&first, &done("plain-1", 1, "plain")).await.unwrap();
+    plain.settle(&first).await.unwrap();
+    let nothing = tokio::time::timeout(Duration::from_millis(800), plain.claim()).await;
+    assert!(nothing.is_err(), "a worker without the renderer never sees its task");
+    plain.close().await;
+    let renderer_routes = vec![String::new(), route_for(Some("renderer"))];
+    let gpu = connect(&AmqpSettings { routes: renderer_routes.clone(), ..base.clone() }, "gpu").await;
+    let second = claim(&gpu).await;
+    assert_eq!((second.envelope.task_id.as_str(), second.attempt), ("gpu-1", 1), "waited for a worker that has it");
+    // While it runs that task, the GPU worker holds nothing else back: a generic task published now goes to
+    // the next free worker, not into the busy worker's buffer.
+    orchestrator.publish(&task("plain-2", 3)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let other = connect(&base, "plain-2").await;
+    let third = claim(&other).await;
+    assert_eq!((third.envelope.task_id.as_str(), third.attempt), ("plain-2", 1));
+    other.emit(&third, &done("plain-2", 1, "plain-2")).await.unwrap();
+    other.settle(&third).await.unwrap();
+    other.close().await;
+    gpu.emit(&second, &done("gpu-1", 1, "gpu")).await.unwrap();
+    gpu.settle(&second).await.unwrap();
+    let ids = [next(&orchestrator).await.task_id, next(&orchestrator).await.task_id, next(&orchestrator).await.task_id];
+    assert_eq!(ids, ["plain-1", "plain-2", "gpu-1"]);
+    gpu.close().await;
+    let cleanup = connect(&AmqpSettings { routes: renderer_routes, ..base }, "cleanup").await;
+    cleanup.delete_topology().await.unwrap();
+    orchestrator.close().await;
+}
+
+#[tokio::test]
+async fn worker_statuses_reach_the_orchestrator() {
+    let settings = settings(1);
+    let orchestrator = connect(&settings, "orchestrator").await;
+    // The orchestrator binds its status queue when it first listens; heartbeats before that are not kept.
+    let listening = tokio::spawn(async move {
+        let status = tokio::time::timeout(Duration::from_secs(10), orchestrator.next_status()).await;
+        (orchestrator, status)
+    });
+    let worker = connect(&settings, "w1").await;
+    let mut status = WorkerStatus::new("w1", "gpu-box");
+    status.labels = vec!["gpu".into()];
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !listening.is_finished() && Instant::now() < deadline {
+        worker.announce(&status).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (orchestrator, heard) = listening.await.unwrap();
+    let heard = heard.expect("a status within 10 s").unwrap();
+    assert_eq!((heard.worker_id.as_str(), heard.host.as_str(), heard.labels.clone()), ("w1", "gpu-box", status.labels));
+    worker.close().await;
+    orchestrator.delete_topology().await.unwrap();
+    orchestrator.close().await;
+}
+
+#[tokio::test]
+async fn a_classic_queue_left_by_an_older_version_stops_start_up_with_what_to_do() {
+    let settings = settings(1);
+    let connection = Connection::connect(&settings.broker_url, ConnectionProperties::default()).await.unwrap();
+    let channel = connection.create_channel().await.unwrap();
+    channel
+        .queue_declare(
+            settings.queue_name.as_str().into(),
+            lapin::options::QueueDeclareOptions::durable(),
+            lapin::types::FieldTable::default(),
+        )
+        .await
+        .unwrap();
+    let error = match AmqpQueue::connect(&settings, "w1").await {
+        Ok(_) => panic!("a quorum declare over a classic queue must fail"),
+        Err(error) => error,
+    };
+    assert!(matches!(error, QueueError::Topology(_)), "{error:?}");
+    let text = error.to_string();
+    assert!(text.contains("exists on the broker as a classic queue"), "{text}");
+    assert!(text.contains("minibot queue migrate"), "{text}");
+
+    // What the message says to run: the waiting tasks survive the move into a quorum queue.
+    for n in 0..3 {
+        let body = task(&format!("old-{n}"), 3).encode().unwrap();
+        channel
+            .basic_publish(
+                "".into(),
+                settings.queue_name.as_str().into(),
+                BasicPublishOptions::default(),
+                &body,
+                BasicProperties::default().with_delivery_mode(2),
+            )
+            .await
+            .unwrap();
+    }
+    let _ = connection.close(200, "done".into()).await;
+    let migrated = minibot_queue::amqp::migrate::migrate(&settings).await.unwrap();
+    assert_eq!((migrated[0].converted, migrated[0].tasks_moved), (true, 3));
+    let again = minibot_queue::amqp::migrate::migrate(&settings).await.unwrap();
+    assert_eq!((again[0].converted, again[0].tasks_moved), (false, 0), "a second run finds nothing to do");
+    let worker = connect(&settings, "w1").await;
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let claimed = claim(&worker).await;
+        ids.push(claimed.envelope.task_id.clone());
+        worker.emit(&claimed, &done(&claimed.envelope.task_id, 1, "w1")).await.unwrap();
+        worker.settle(&claimed).await.unwrap();
+    }
+    assert_eq!(ids, ["old-0", "old-1", "old-2"], "in order, none lost");
+    worker.delete_topology().await.unwrap();
+    worker.close().await;
 }
 
 #[tokio::test]

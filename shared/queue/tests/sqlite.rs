@@ -121,3 +121,76 @@ async fn cancelling_a_pending_task_takes_it_off_the_queue() {
     orchestrator.control(&ControlMessage::new("t1", ControlKind::Cancel)).await.unwrap();
     assert_eq!(orchestrator.depth().await.unwrap(), 0);
 }
+
+#[tokio::test]
+async fn a_worker_only_claims_tasks_of_its_routes_and_announces_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let orchestrator = open(&dir, "orchestrator", Duration::from_secs(60)).await;
+    let plain = open(&dir, "plain", Duration::from_secs(60)).await.with_routes(&[String::new()]);
+    let mut gpu_task = task("gpu-1", 30, 3);
+    gpu_task.agent_name = Some("renderer".into());
+    orchestrator.publish(&gpu_task).await.unwrap();
+    orchestrator.publish(&task("plain-1", 30, 3)).await.unwrap();
+    let first = tokio::time::timeout(Duration::from_secs(5), plain.claim()).await.unwrap().unwrap();
+    assert_eq!(first.envelope.task_id, "plain-1", "the older renderer task is not this worker's");
+    plain.settle(&first).await.unwrap();
+    assert!(tokio::time::timeout(Duration::from_millis(500), plain.claim()).await.is_err());
+    let gpu =
+        open(&dir, "gpu", Duration::from_secs(60)).await.with_routes(&[String::new(), route_for(Some("renderer"))]);
+    let second = tokio::time::timeout(Duration::from_secs(5), gpu.claim()).await.unwrap().unwrap();
+    assert_eq!((second.envelope.task_id.as_str(), second.attempt), ("gpu-1", 1));
+
+    let mut status = WorkerStatus::new("gpu", "box-1");
+    status.labels = vec!["gpu".into()];
+    gpu.announce(&status).await.unwrap();
+    status.load = 1;
+    gpu.announce(&status).await.unwrap();
+    let heard = tokio::time::timeout(Duration::from_secs(5), orchestrator.next_status()).await.unwrap().unwrap();
+    assert_eq!((heard.worker_id.as_str(), heard.load), ("gpu", 1), "the latest status of each worker");
+    assert!(tokio::time::timeout(Duration::from_millis(700), orchestrator.next_status()).await.is_err());
+    status.state = WorkerState::Leaving;
+    gpu.announce(&status).await.unwrap();
+    let left = tokio::time::timeout(Duration::from_secs(5), orchestrator.next_status()).await.unwrap().unwrap();
+    assert_eq!(left.state, WorkerState::Leaving);
+}
+
+#[tokio::test]
+async fn a_queue_file_from_before_routes_gains_the_column_and_keeps_its_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tasks.db");
+    {
+        let pool = minibot_sqlite::open_pool(&path, 1).await.unwrap();
+        sqlx::raw_sql(
+            "CREATE TABLE queue_tasks (task_id TEXT PRIMARY KEY, envelope BLOB NOT NULL, status TEXT NOT NULL,
+                 attempts INTEGER NOT NULL DEFAULT 0, max_attempts INTEGER NOT NULL, lease_token TEXT,
+                 lease_expires_at INTEGER, lease_ms INTEGER NOT NULL, worker_id TEXT, created_at INTEGER NOT NULL)",
+        )
+        .execute(&pool)
+        .await
+        .unwrap();
+        sqlx::query("INSERT INTO queue_tasks VALUES ('old-1', ?1, 'pending', 0, 3, NULL, NULL, 60000, NULL, 1)")
+            .bind(task("old-1", 30, 3).encode().unwrap())
+            .execute(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+    }
+    let worker = open(&dir, "w1", Duration::from_secs(60)).await.with_routes(&[String::new()]);
+    let claimed = tokio::time::timeout(Duration::from_secs(5), worker.claim()).await.unwrap().unwrap();
+    assert_eq!(claimed.envelope.task_id, "old-1", "an older row is a generic task");
+}
+
+#[tokio::test]
+async fn a_worker_that_stops_gives_its_task_back_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let orchestrator = open(&dir, "orchestrator", Duration::from_secs(60)).await;
+    let first = open(&dir, "w1", Duration::from_secs(600)).await.with_routes(&[String::new()]);
+    orchestrator.publish(&task("t1", 300, 3)).await.unwrap();
+    let claimed = tokio::time::timeout(Duration::from_secs(5), first.claim()).await.unwrap().unwrap();
+    assert_eq!(claimed.attempt, 1);
+    first.close().await;
+    let second = open(&dir, "w2", Duration::from_secs(600)).await.with_routes(&[String::new()]);
+    let again = tokio::time::timeout(Duration::from_secs(2), second.claim()).await;
+    let again = again.expect("not after the 600 s lease").unwrap();
+    assert_eq!((again.envelope.task_id.as_str(), again.attempt), ("t1", 2));
+}

@@ -60,6 +60,9 @@ pub struct TaskRecord {
     pub last_error: Option<String>,
     /// What the attempt that ended the task used; `None` when no worker reported it.
     pub usage: Option<TaskUsage>,
+    /// The worker that started the latest attempt, and its host when it had announced itself.
+    pub worker_id: Option<String>,
+    pub worker_host: Option<String>,
     pub model_overrides: Value,
     pub started_at: Option<String>,
     pub completed_at: Option<String>,
@@ -85,11 +88,14 @@ pub struct Ending<'a> {
     pub error: Option<&'a str>,
     /// What the attempt used, when its worker reported it.
     pub usage: Option<TaskUsage>,
+    /// The worker that ended it and its host, when a worker did: a quick task ends before it says it started.
+    pub worker_id: Option<&'a str>,
+    pub worker_host: Option<&'a str>,
 }
 
 impl<'a> Ending<'a> {
     pub fn new(status: TaskStatus, stop_reason: &'a str) -> Self {
-        Self { status, stop_reason, text: None, error: None, usage: None }
+        Self { status, stop_reason, text: None, error: None, usage: None, worker_id: None, worker_host: None }
     }
 }
 
@@ -151,6 +157,8 @@ fn row_to_record(row: &SqliteRow) -> Result<TaskRecord> {
         stop_reason: row.try_get("stop_reason")?,
         last_error: row.try_get("last_error")?,
         usage,
+        worker_id: row.try_get("worker_id")?,
+        worker_host: row.try_get("worker_host")?,
         model_overrides: json("model_overrides")?,
         started_at: row.try_get("started_at")?,
         completed_at: row.try_get("completed_at")?,
@@ -315,17 +323,29 @@ impl TaskStore {
         Ok(())
     }
 
-    /// A worker started an attempt.
-    pub async fn started(&self, task_id: &str, attempt: u32, worker_id: &str) -> Result<Applied> {
+    /// Names the host of a worker on the tasks it started before its announcement was read.
+    pub async fn fill_worker_host(&self, worker_id: &str, host: &str) -> Result<u64> {
+        let done = sqlx::query("UPDATE tasks SET worker_host = ?2 WHERE worker_id = ?1 AND worker_host IS NULL")
+            .bind(worker_id)
+            .bind(host)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    /// A worker started an attempt; `host` is where it runs, when it announced itself.
+    pub async fn started(&self, task_id: &str, attempt: u32, worker_id: &str, host: Option<&str>) -> Result<Applied> {
         let now = now();
         let row = sqlx::query(
             "UPDATE tasks SET status = 'running', attempts = MAX(attempts, ?2), started_at = COALESCE(started_at, ?3),
-                 updated_at = ?3
+                 updated_at = ?3, worker_id = ?4, worker_host = ?5
              WHERE id = ?1 AND status IN ('pending', 'running') RETURNING *",
         )
         .bind(task_id)
         .bind(i64::from(attempt))
         .bind(&now)
+        .bind(worker_id)
+        .bind(host)
         .fetch_optional(&self.pool)
         .await?;
         let Some(row) = row else { return Ok(Applied::Ignored) };
@@ -351,14 +371,33 @@ impl TaskStore {
 
     /// Ends the task unless it already ended. `ending.status` must be terminal.
     pub async fn finish(&self, task_id: &str, attempt: u32, ending: &Ending<'_>) -> Result<Applied> {
+        self.finish_guarded(task_id, attempt, ending, None).await
+    }
+
+    /// [`Self::finish`], but only if the record is still as it was read (`updated_at` unchanged): a decision
+    /// taken on that reading (the task waited too long for a worker) must not end a task a worker has started
+    /// since.
+    pub async fn finish_unchanged(&self, record: &TaskRecord, ending: &Ending<'_>) -> Result<Applied> {
+        self.finish_guarded(&record.id, record.attempts, ending, Some(&record.updated_at)).await
+    }
+
+    async fn finish_guarded(
+        &self,
+        task_id: &str,
+        attempt: u32,
+        ending: &Ending<'_>,
+        unchanged_since: Option<&str>,
+    ) -> Result<Applied> {
         debug_assert!(ending.status.is_terminal(), "a task ends in a terminal status, not {}", ending.status);
         let now = now();
         let usage = ending.usage;
         let row = sqlx::query(
             "UPDATE tasks SET status = ?2, stop_reason = ?3, result_text = ?4, last_error = ?5,
                  attempts = MAX(attempts, ?6), completed_at = ?7, updated_at = ?7,
-                 steps = ?8, tool_calls = ?9, total_tokens = ?10
-             WHERE id = ?1 AND status IN ('pending', 'running') RETURNING *",
+                 steps = ?8, tool_calls = ?9, total_tokens = ?10,
+                 worker_id = COALESCE(?12, worker_id), worker_host = COALESCE(?13, worker_host),
+                 started_at = CASE WHEN ?12 IS NULL THEN started_at ELSE COALESCE(started_at, ?7) END
+             WHERE id = ?1 AND status IN ('pending', 'running') AND (?11 IS NULL OR updated_at = ?11) RETURNING *",
         )
         .bind(task_id)
         .bind(ending.status.as_str())
@@ -370,6 +409,9 @@ impl TaskStore {
         .bind(usage.map(|u| i64::from(u.steps)))
         .bind(usage.map(|u| i64::from(u.tool_calls)))
         .bind(usage.map(|u| i64::try_from(u.total_tokens).unwrap_or(i64::MAX)))
+        .bind(unchanged_since)
+        .bind(ending.worker_id)
+        .bind(ending.worker_host)
         .fetch_optional(&self.pool)
         .await?;
         let Some(row) = row else { return Ok(Applied::Ignored) };

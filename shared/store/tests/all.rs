@@ -142,7 +142,10 @@ mod tasks {
         store.create(&new_task("aaaaaaaa-1", Delivery::Delegate)).await.unwrap();
         let created = store.get("aaaaaaaa-1").await.unwrap().unwrap();
         assert_eq!((created.status, created.delivery, created.usage), (TaskStatus::Pending, Delivery::Delegate, None));
-        assert!(matches!(store.started("aaaaaaaa-1", 1, "w1").await.unwrap(), Applied::Updated(_)));
+        let Applied::Updated(running) = store.started("aaaaaaaa-1", 1, "w1", Some("gpu-box")).await.unwrap() else {
+            panic!("the start is applied")
+        };
+        assert_eq!((running.worker_id.as_deref(), running.worker_host.as_deref()), (Some("w1"), Some("gpu-box")));
 
         let usage = TaskUsage { steps: 4, tool_calls: 7, total_tokens: 12_345_678_901 };
         let ending = Ending { text: Some("42"), usage: Some(usage), ..Ending::new(TaskStatus::Done, "completed") };

@@ -51,10 +51,12 @@ impl Setup {
             chat_id: Some(1),
             user_id: Some(7),
             max_attempts: 1,
+            agent_hash: None,
+            requires: Vec::new(),
         };
         self.orchestrator.publish(&envelope).await.unwrap();
         let queue: Arc<dyn WorkQueue> = self.worker_queue.clone();
-        let worker = Worker { config: self.config.clone(), queue: queue.clone(), worker_id: "w1".into() };
+        let worker = Worker::new(self.config.clone(), queue.clone(), "w1");
         tokio::spawn(async move {
             let task = queue.claim().await.unwrap();
             worker.run_task(&task).await.unwrap();

@@ -213,6 +213,20 @@ section! {
         pub queue_name: String = "minibot".into(),
         pub exchange_name: String = "minibot.tasks".into(),
         pub prefetch_count: u16 = 1,
+        /// PEM file of the certificate authority that signed the broker's certificate, for an `amqps://`
+        /// broker_url whose certificate the system's trust store does not know. Relative to the config file.
+        pub tls_ca_file: Option<String> = None,
+    }
+}
+
+section! {
+    /// What a worker process offers (this project's own section; MiniBot has none).
+    pub struct WorkerSection {
+        /// Labels this worker offers; a specialist whose `requires` lists a label only runs on workers that
+        /// offer it (for example `["gpu"]`).
+        pub labels: Vec<String> = vec![],
+        /// How often a worker tells the orchestrator it is alive; it leaves the roster after three missed beats.
+        pub heartbeat_seconds: u64 = 5,
     }
 }
 

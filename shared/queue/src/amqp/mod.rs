@@ -4,10 +4,17 @@
 //! - `exchange_name`: durable fanout exchange tasks are published to (MiniBot 0.36 declares it the same way);
 //! - `queue_name`: durable quorum queue bound to it. The broker counts deliveries in `x-delivery-count`, which
 //!   is how attempts survive a worker dying; `x-delivery-limit` is only a backstop, the envelope's
-//!   `max_attempts` decides. Rejected and over-limit messages dead-letter to `<queue_name>.dead`;
+//!   `max_attempts` decides: a worker reports a task past it failed and rejects it, so it dead-letters to
+//!   `<queue_name>.dead` (kept for an operator), as does a message that does not decode;
 //! - `<queue_name>.events`: durable queue the workers publish [`WorkerEvent`]s to through the default exchange;
+//! - `<queue_name>.agent.<name>`: one more quorum queue like it per specialist (its route,
+//!   [`minibot_protocol::route_for`]), declared by whoever publishes or consumes it first; tasks go there
+//!   through the default exchange, and only workers that have the specialist (and the labels it requires)
+//!   consume it, so a worker never sees a task it cannot run;
 //! - `<exchange_name>.control`: fanout exchange for cancel and steer; every connection binds its own
-//!   exclusive, auto-delete queue to it and buffers what arrives per task.
+//!   exclusive, auto-delete queue to it and buffers what arrives per task;
+//! - `<exchange_name>.workers`: fanout exchange for workers' announcements and heartbeats
+//!   ([`minibot_protocol::WorkerStatus`], transient); an orchestrator binds its own exclusive queue to it.
 //!
 //! Every publish waits for its publisher confirm (many publishes are pipelined on one channel), except a
 //! worker's terminal event: [`WorkQueue::emit`] returns once it is sent, and [`WorkQueue::settle`] hands the
@@ -50,6 +57,7 @@
 mod background;
 mod buffers;
 mod link;
+pub mod migrate;
 mod orchestrator;
 mod publisher;
 mod topology;
@@ -83,6 +91,11 @@ pub struct AmqpSettings {
     pub queue_name: String,
     pub exchange_name: String,
     pub prefetch_count: u16,
+    /// The routes ([`minibot_protocol::route_for`]) whose tasks this side takes: a worker's generic route
+    /// `""` and its specialists'. Empty for an orchestrator, which takes none.
+    pub routes: Vec<String>,
+    /// PEM certificate authority for an `amqps://` broker the system trust store does not know.
+    pub tls_ca_file: Option<std::path::PathBuf>,
 }
 
 impl AmqpSettings {
@@ -93,6 +106,8 @@ impl AmqpSettings {
             queue_name: "minibot".into(),
             exchange_name: "minibot.tasks".into(),
             prefetch_count: 1,
+            routes: vec![String::new()],
+            tls_ca_file: None,
         }
     }
 }
@@ -118,6 +133,8 @@ struct Shared {
     finished: std::sync::Mutex<Remembered>,
     /// Worker side: tasks this worker settled.
     settled: std::sync::Mutex<Remembered>,
+    /// Worker side, several routes: the route to poll first next time (round robin).
+    next_route: std::sync::atomic::AtomicUsize,
 }
 
 /// Both sides of the task queue over RabbitMQ. See the module docs.
@@ -167,6 +184,7 @@ impl AmqpQueue {
             next_event_tag: AtomicU64::new(1),
             finished: std::sync::Mutex::default(),
             settled: std::sync::Mutex::default(),
+            next_route: std::sync::atomic::AtomicUsize::new(0),
         });
         let (link, controls) = open_link(&shared, 1).await?;
         shared.link.send_replace(LinkState::Up(link.clone()));
@@ -179,7 +197,15 @@ impl AmqpQueue {
     pub async fn publish_many(&self, tasks: &[TaskEnvelope]) -> Result<()> {
         let batch = tasks
             .iter()
-            .map(|task| Ok(Outgoing { id: task.task_id.clone(), body: task.encode()? }))
+            .map(|task| {
+                let mut message = Outgoing::new(&task.task_id, task.encode()?);
+                let route = task.route();
+                if !route.is_empty() {
+                    let queue = self.shared.names.route_queue(&route)?;
+                    message.route = Some((route, queue));
+                }
+                Ok(message)
+            })
             .collect::<Result<Vec<_>>>()?;
         self.shared.publish_reliably(Target::Task, &batch).await
     }

@@ -2,16 +2,14 @@
 //! follow a task's terminal event) and acknowledges them in the background.
 
 use super::background::{Background, Held};
+use super::link::Consuming;
 use super::publisher::{Outgoing, Target};
 use super::{AmqpQueue, lock};
 use crate::{EventDelivery, Result, TaskQueue};
 use futures_util::future::BoxFuture;
 use lapin::options::{BasicAckOptions, BasicRejectOptions};
-use minibot_protocol::{ControlMessage, TaskEnvelope, WorkerEvent};
+use minibot_protocol::{ControlMessage, TaskEnvelope, WorkerEvent, WorkerStatus};
 use std::sync::atomic::Ordering;
-
-/// Unacked events the orchestrator's consumer may hold.
-const EVENT_PREFETCH: u16 = 256;
 
 impl TaskQueue for AmqpQueue {
     fn publish<'a>(&'a self, task: &'a TaskEnvelope) -> BoxFuture<'a, Result<()>> {
@@ -20,7 +18,7 @@ impl TaskQueue for AmqpQueue {
 
     fn control<'a>(&'a self, message: &'a ControlMessage) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            let batch = [Outgoing { id: message.task_id.clone(), body: message.encode()? }];
+            let batch = [Outgoing::new(&message.task_id, message.encode()?)];
             self.shared.publish_reliably(Target::Control, &batch).await
         })
     }
@@ -29,9 +27,7 @@ impl TaskQueue for AmqpQueue {
         Box::pin(async move {
             let shared = &self.shared;
             loop {
-                let (link, delivery) = shared
-                    .next_delivery(|link| &link.events, &shared.names.events_queue, EVENT_PREFETCH, "events")
-                    .await?;
+                let (link, delivery) = shared.next_delivery(Consuming::Events).await?;
                 let event = match WorkerEvent::decode(&delivery.data) {
                     Ok(event) => event,
                     Err(error) => {
@@ -56,6 +52,20 @@ impl TaskQueue for AmqpQueue {
                 let tag = shared.next_event_tag.fetch_add(1, Ordering::Relaxed);
                 lock(&shared.unacked_events).insert(tag, Held { generation: link.generation, acker: delivery.acker });
                 return Ok(EventDelivery { event, tag });
+            }
+        })
+    }
+
+    fn next_status(&self) -> BoxFuture<'_, Result<WorkerStatus>> {
+        Box::pin(async move {
+            let shared = &self.shared;
+            loop {
+                let (_, delivery) = shared.next_delivery(Consuming::Statuses).await?;
+                // Auto-acknowledged: a heartbeat lost is replaced by the next.
+                match WorkerStatus::decode(&delivery.data) {
+                    Ok(status) => return Ok(status),
+                    Err(error) => tracing::debug!(error = %error, "worker status does not decode; skipped"),
+                }
             }
         })
     }

@@ -21,12 +21,22 @@ pub(super) enum Target {
     Task,
     Event,
     Control,
+    /// A worker's announcement or heartbeat.
+    Status,
 }
 
 /// One message to publish: its id (task id) and body.
 pub(super) struct Outgoing {
     pub(super) id: String,
     pub(super) body: Vec<u8>,
+    /// A task's route other than the generic worker's: it goes straight to that route's queue.
+    pub(super) route: Option<(String, ShortString)>,
+}
+
+impl Outgoing {
+    pub(super) fn new(id: &str, body: Vec<u8>) -> Self {
+        Self { id: id.to_string(), body, route: None }
+    }
 }
 
 /// What became of one event published on one connection.
@@ -54,11 +64,14 @@ impl Shared {
         target: Target,
         message: &Outgoing,
     ) -> lapin::Result<PublisherConfirm> {
-        let (exchange, routing_key, persistent, mandatory) = match target {
-            Target::Task => (self.names.tasks_exchange.clone(), "".into(), true, true),
-            Target::Event => ("".into(), self.names.events_queue.clone(), true, true),
+        let (exchange, routing_key, persistent, mandatory) = match (target, &message.route) {
+            (Target::Task, Some((_, queue))) => ("".into(), queue.clone(), true, true),
+            (Target::Task, None) => (self.names.tasks_exchange.clone(), "".into(), true, true),
+            (Target::Event, _) => ("".into(), self.names.events_queue.clone(), true, true),
             // Controls are fanned out to whoever is connected; nobody connected is not an error.
-            Target::Control => (self.names.control_exchange.clone(), "".into(), false, false),
+            (Target::Control, _) => (self.names.control_exchange.clone(), "".into(), false, false),
+            // Heartbeats: the next one replaces a lost one.
+            (Target::Status, _) => (self.names.workers_exchange.clone(), "".into(), false, false),
         };
         let mut properties = BasicProperties::default()
             .with_content_type("application/msgpack".into())
@@ -149,6 +162,18 @@ impl Shared {
         let mut floor = 0;
         loop {
             let link = self.current_from(floor).await?;
+            if let Err(error) = self.declare_routes(&link, batch).await {
+                if let QueueError::Topology(_) = &error {
+                    return Err(error);
+                }
+                tracing::warn!(error = %error, "cannot declare a task queue; reconnecting");
+                self.report_broken(link.generation);
+                floor = link.generation + 1;
+                if Instant::now() >= deadline {
+                    return Err(error);
+                }
+                continue;
+            }
             let failure = match self.publish_on(&link, target, batch, &pending).await {
                 Ok(()) => return Ok(()),
                 Err(failure) => failure,
@@ -176,9 +201,31 @@ impl Shared {
         }
     }
 
+    /// Declares the queues of the routes in `batch` this connection has not declared yet (on a channel of their
+    /// own: a refused declare closes its channel).
+    async fn declare_routes(&self, link: &Link, batch: &[Outgoing]) -> Result<()> {
+        let missing: Vec<&(String, ShortString)> = {
+            let declared = super::lock(&link.declared_routes);
+            let mut missing: Vec<&(String, ShortString)> =
+                batch.iter().filter_map(|m| m.route.as_ref()).filter(|(route, _)| !declared.contains(route)).collect();
+            missing.dedup_by(|a, b| a.0 == b.0);
+            missing
+        };
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let channel = link.connection.create_channel().await.map_err(super::broker)?;
+        for (route, queue) in missing {
+            super::topology::declare_task_queue(&link.connection, &channel, &self.names, queue).await?;
+            super::lock(&link.declared_routes).insert(route.clone());
+        }
+        let _ = channel.close(200, "declared".into()).await;
+        Ok(())
+    }
+
     /// Publishes one event on the given connection only, never on a later one.
     pub(super) async fn publish_event_on(&self, link: &Link, event: &WorkerEvent) -> Result<Published> {
-        let batch = [Outgoing { id: event.task_id.clone(), body: event.encode()? }];
+        let batch = [Outgoing::new(&event.task_id, event.encode()?)];
         match self.publish_on(link, Target::Event, &batch, &[0]).await {
             Ok(()) => Ok(Published::Confirmed),
             Err(failure) => {

@@ -9,7 +9,8 @@ use lapin::options::{
     QueueDeclareOptions, QueueDeleteOptions,
 };
 use lapin::types::{AMQPValue, FieldTable, ShortString};
-use lapin::{Connection, ConnectionProperties, Consumer, ExchangeKind};
+use lapin::{Channel, Connection, ConnectionProperties, Consumer, ExchangeKind};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Mutex;
@@ -27,20 +28,32 @@ pub(super) struct Names {
     pub(super) dead_queue: ShortString,
     pub(super) events_queue: ShortString,
     pub(super) control_exchange: ShortString,
+    pub(super) workers_exchange: ShortString,
+}
+
+fn short(name: String) -> Result<ShortString> {
+    ShortString::try_new(name.clone()).map_err(|_| QueueError::Broker(format!("name too long for AMQP: {name}")))
 }
 
 impl Names {
     pub(super) fn new(settings: &AmqpSettings) -> Result<Self> {
-        let short = |s: String| {
-            ShortString::try_new(s.clone()).map_err(|_| QueueError::Broker(format!("name too long for AMQP: {s}")))
-        };
-        Ok(Self {
+        let names = Self {
             tasks_exchange: short(settings.exchange_name.clone())?,
             tasks_queue: short(settings.queue_name.clone())?,
             dead_queue: short(format!("{}.dead", settings.queue_name))?,
             events_queue: short(format!("{}.events", settings.queue_name))?,
             control_exchange: short(format!("{}.control", settings.exchange_name))?,
-        })
+            workers_exchange: short(format!("{}.workers", settings.exchange_name))?,
+        };
+        for route in &settings.routes {
+            names.route_queue(route)?;
+        }
+        Ok(names)
+    }
+
+    /// The queue of a route: the task queue itself for the generic worker, `<queue_name>.<route>` otherwise.
+    pub(super) fn route_queue(&self, route: &str) -> Result<ShortString> {
+        if route.is_empty() { Ok(self.tasks_queue.clone()) } else { short(format!("{}.{route}", self.tasks_queue)) }
     }
 }
 
@@ -51,14 +64,95 @@ pub(super) async fn open_link(shared: &Shared, generation: u64) -> Result<(Arc<L
         .map_err(|_| broker("timed out connecting to the broker"))?
 }
 
+/// Connects, over TLS with the configured certificate authority when there is one.
+/// The frame size asked for when `broker_url` names none. lapin keeps buffers of 32 frames each way per
+/// connection, zero-filled: at the broker's default of 128 KiB that is 8 MiB resident in every idle worker.
+/// Larger messages are simply split into more frames.
+const FRAME_MAX: u32 = 8192;
+
+pub(super) async fn connect(settings: &AmqpSettings, properties: ConnectionProperties) -> Result<Connection> {
+    let mut uri: lapin::uri::AMQPUri = settings.broker_url.parse().map_err(|e: String| broker(e))?;
+    if uri.query.frame_max.is_none() {
+        uri.query.frame_max = Some(FRAME_MAX);
+    }
+    let Some(path) = &settings.tls_ca_file else {
+        return Connection::connect_uri(uri, properties).await.map_err(broker);
+    };
+    let pem = std::fs::read_to_string(path).map_err(|e| {
+        QueueError::Broker(format!("cannot read the CA file {} ([rabbitmq] tls_ca_file): {e}", path.display()))
+    })?;
+    let tls = lapin::tcp::OwnedTLSConfig { identity: None, cert_chain: Some(pem) };
+    let runtime = lapin::runtime::default_runtime().map_err(broker)?;
+    Connection::connect_uri_with_config(uri, properties, tls, runtime).await.map_err(broker)
+}
+
+/// The arguments every task queue is declared with. Changing them makes every existing deployment's declare
+/// fail, so they stay as they are; [`explain_declare_error`] says what to do when they differ.
+pub(super) fn task_queue_arguments(names: &Names) -> FieldTable {
+    let mut args = FieldTable::default();
+    args.insert("x-queue-type".into(), AMQPValue::LongString("quorum".into()));
+    args.insert("x-delivery-limit".into(), AMQPValue::LongLongInt(DELIVERY_LIMIT));
+    args.insert("x-dead-letter-exchange".into(), AMQPValue::LongString("".into()));
+    args.insert("x-dead-letter-routing-key".into(), AMQPValue::LongString(names.dead_queue.as_str().into()));
+    args
+}
+
+/// Declares one task queue (durable quorum, dead-lettering into `<queue_name>.dead`). A declare refused
+/// because the queue exists with other arguments closes the channel; the error says what differs and what
+/// to do.
+pub(super) async fn declare_task_queue(
+    connection: &Connection,
+    channel: &Channel,
+    names: &Names,
+    queue: &ShortString,
+) -> Result<()> {
+    let Err(error) =
+        channel.queue_declare(queue.clone(), QueueDeclareOptions::durable(), task_queue_arguments(names)).await
+    else {
+        return Ok(());
+    };
+    let error = error.to_string();
+    if !error.contains("PRECONDITION_FAILED") {
+        return Err(QueueError::Broker(format!("cannot declare the task queue `{queue}`: {error}")));
+    }
+    // The broker names only the first argument that differs; a plain durable declare that succeeds tells that
+    // the queue is a classic one without arguments, as MiniBot 0.36 made it (an equal declare changes nothing).
+    let classic = match connection.create_channel().await {
+        Ok(probe) => {
+            let plain = probe.queue_declare(queue.clone(), QueueDeclareOptions::durable(), FieldTable::default()).await;
+            let _ = probe.close(200, "probed".into()).await;
+            plain.is_ok()
+        }
+        Err(_) => false,
+    };
+    Err(explain_declare_error(queue.as_str(), &error, classic))
+}
+
+/// The start-up message for a task queue the broker already holds in another shape.
+pub(super) fn explain_declare_error(queue: &str, error: &str, classic: bool) -> QueueError {
+    if error.contains("PRECONDITION_FAILED") || error.contains("inequivalent arg") {
+        let what = if classic {
+            format!(
+                "the task queue `{queue}` exists on the broker as a classic queue (made by MiniBot 0.36 or an older version), and this version needs a quorum queue"
+            )
+        } else {
+            format!("the task queue `{queue}` exists on the broker with other arguments than this version declares")
+        };
+        return QueueError::Topology(format!(
+            "{what}: run `minibot queue migrate` to move its waiting tasks into a new quorum queue (see docs/deploy.md, \"Upgrades\"); broker said: {error}"
+        ));
+    }
+    QueueError::Broker(format!("cannot declare the task queue `{queue}`: {error}"))
+}
+
 async fn open_link_untimed(shared: &Shared, generation: u64) -> Result<(Arc<Link>, Consumer)> {
     let names = &shared.names;
     let properties =
         ConnectionProperties::default().with_connection_name(format!("minibot {}", shared.worker_id).into());
-    let connection = Connection::connect(&shared.settings.broker_url, properties).await.map_err(broker)?;
+    let connection = connect(&shared.settings, properties).await?;
     let channel = connection.create_channel().await.map_err(broker)?;
     let durable = ExchangeDeclareOptions { durable: true, ..ExchangeDeclareOptions::default() };
-    for exchange in [&names.tasks_exchange, &names.control_exchange] {
+    for exchange in [&names.tasks_exchange, &names.control_exchange, &names.workers_exchange] {
         channel
             .exchange_declare(exchange.clone(), ExchangeKind::Fanout, durable, FieldTable::default())
             .await
@@ -68,18 +162,12 @@ async fn open_link_untimed(shared: &Shared, generation: u64) -> Result<(Arc<Link
         .queue_declare(names.dead_queue.clone(), QueueDeclareOptions::durable(), FieldTable::default())
         .await
         .map_err(broker)?;
-    let mut task_args = FieldTable::default();
-    task_args.insert("x-queue-type".into(), AMQPValue::LongString("quorum".into()));
-    task_args.insert("x-delivery-limit".into(), AMQPValue::LongLongInt(DELIVERY_LIMIT));
-    task_args.insert("x-dead-letter-exchange".into(), AMQPValue::LongString("".into()));
-    task_args.insert("x-dead-letter-routing-key".into(), AMQPValue::LongString(names.dead_queue.as_str().into()));
-    channel.queue_declare(names.tasks_queue.clone(), QueueDeclareOptions::durable(), task_args).await.map_err(|e| {
-        QueueError::Broker(format!(
-            "cannot declare the task queue {} as a quorum queue (an existing queue of another kind must be \
-                 deleted first): {e}",
-            names.tasks_queue
-        ))
-    })?;
+    declare_task_queue(&connection, &channel, names, &names.tasks_queue).await?;
+    let mut declared = HashSet::from([String::new()]);
+    for route in shared.settings.routes.iter().filter(|r| !r.is_empty()) {
+        declare_task_queue(&connection, &channel, names, &names.route_queue(route)?).await?;
+        declared.insert(route.clone());
+    }
     channel
         .queue_bind(
             names.tasks_queue.clone(),
@@ -123,8 +211,11 @@ async fn open_link_untimed(shared: &Shared, generation: u64) -> Result<(Arc<Link
         generation,
         connection,
         publisher: channel,
+        declared_routes: std::sync::Mutex::new(declared),
         tasks: Mutex::new(None),
         events: Mutex::new(None),
+        statuses: Mutex::new(None),
+        getter: Mutex::new(None),
     });
     Ok((link, controls))
 }
@@ -147,6 +238,19 @@ impl AmqpQueue {
         Ok((tasks.message_count(), events.message_count()))
     }
 
+    /// Messages in the dead-letter queue `<queue_name>.dead`: tasks rejected past their attempts or undecodable.
+    pub async fn dead_letters(&self) -> Result<u32> {
+        let link = self.shared.current().await?;
+        let channel = link.connection.create_channel().await.map_err(broker)?;
+        let passive = QueueDeclareOptions { passive: true, ..QueueDeclareOptions::default() };
+        let dead = channel
+            .queue_declare(self.shared.names.dead_queue.clone(), passive, FieldTable::default())
+            .await
+            .map_err(broker)?;
+        let _ = channel.close(200, "done".into()).await;
+        Ok(dead.message_count())
+    }
+
     /// Deletes the queues and exchanges this queue declared (tests and tear-down).
     pub async fn delete_topology(&self) -> Result<()> {
         let link = self.shared.current().await?;
@@ -155,7 +259,10 @@ impl AmqpQueue {
         for queue in [&names.tasks_queue, &names.dead_queue, &names.events_queue] {
             channel.queue_delete(queue.clone(), QueueDeleteOptions::default()).await.map_err(broker)?;
         }
-        for exchange in [&names.tasks_exchange, &names.control_exchange] {
+        for route in self.shared.settings.routes.iter().filter(|r| !r.is_empty()) {
+            channel.queue_delete(names.route_queue(route)?, QueueDeleteOptions::default()).await.map_err(broker)?;
+        }
+        for exchange in [&names.tasks_exchange, &names.control_exchange, &names.workers_exchange] {
             channel.exchange_delete(exchange.clone(), ExchangeDeleteOptions::default()).await.map_err(broker)?;
         }
         Ok(())

@@ -3,7 +3,7 @@
 //! on, and settles a claim once its terminal event is confirmed.
 
 use super::background::Background;
-use super::link::{Link, LinkState};
+use super::link::{Consuming, Link, LinkState};
 use super::publisher::{Outgoing, Published, Target};
 use super::{AmqpQueue, Shared, lock};
 use crate::{ClaimedTask, QueueError, Result, WorkQueue, dead_task_error};
@@ -11,7 +11,7 @@ use futures_util::future::BoxFuture;
 use lapin::options::{BasicAckOptions, BasicRejectOptions};
 use lapin::types::AMQPValue;
 use lapin::{Acker, BasicProperties, PublisherConfirm};
-use minibot_protocol::{ControlMessage, TaskEnvelope, TaskOutcome, WorkerEvent, WorkerEventKind};
+use minibot_protocol::{ControlMessage, TaskEnvelope, TaskOutcome, WorkerEvent, WorkerEventKind, WorkerStatus};
 use std::sync::Arc;
 
 /// A task a worker claimed, with the confirms of terminal events emitted for it and not yet awaited.
@@ -74,13 +74,20 @@ impl Shared {
         )
     }
 
-    /// Reports a delivery the worker will not run, then acknowledges it. On failure the broker redelivers it
-    /// and the decision is taken again.
-    async fn finish_unrun(&self, link: &Link, acker: &Acker, event: WorkerEvent) -> Result<()> {
+    /// Reports a delivery the worker will not run, then acknowledges it, or with `dead` rejects it into the
+    /// dead-letter queue `<queue_name>.dead`, where an operator can look at it. On failure the broker
+    /// redelivers it and the decision is taken again.
+    async fn finish_unrun(&self, link: &Link, acker: &Acker, event: WorkerEvent, dead: bool) -> Result<()> {
         let published = self.publish_event_on(link, &event).await?;
-        if published != Published::Confirmed {
+        let settled = if published != Published::Confirmed {
             self.give_back(link, acker, &published).await;
-        } else if let Err(error) = acker.ack(BasicAckOptions::default()).await {
+            return Ok(());
+        } else if dead {
+            acker.reject(BasicRejectOptions { requeue: false }).await
+        } else {
+            acker.ack(BasicAckOptions::default()).await
+        };
+        if let Err(error) = settled {
             tracing::warn!(error = %error, "ack failed; the task will be redelivered");
             self.report_broken(link.generation);
         }
@@ -126,13 +133,13 @@ impl Shared {
         if lock(&self.controls).cancelled.contains(&task_id) {
             tracing::info!(task_id = %task_id, "task was cancelled before it was claimed");
             let event = self.finished_event(&task_id, attempt, TaskOutcome::Cancelled);
-            self.finish_unrun(link, &delivery.acker, event).await?;
+            self.finish_unrun(link, &delivery.acker, event, false).await?;
             return Ok(None);
         }
         if attempt > envelope.max_attempts.max(1) {
-            tracing::warn!(task_id = %task_id, attempts = attempt - 1, "task exhausted its attempts; failed");
+            tracing::warn!(task_id = %task_id, attempts = attempt - 1, "task exhausted its attempts; dead-lettered");
             let event = self.finished_event(&task_id, attempt, TaskOutcome::Failed);
-            self.finish_unrun(link, &delivery.acker, event).await?;
+            self.finish_unrun(link, &delivery.acker, event, true).await?;
             return Ok(None);
         }
         let token = format!("{}.{}", link.generation, delivery.delivery_tag);
@@ -158,7 +165,7 @@ impl Shared {
     /// leaves to the background.
     async fn send_terminal(&self, link: &Link, task: &ClaimedTask, event: &WorkerEvent) -> Result<()> {
         let lost = || QueueError::LeaseLost { task_id: task.envelope.task_id.clone() };
-        let message = Outgoing { id: event.task_id.clone(), body: event.encode()? };
+        let message = Outgoing::new(&event.task_id, event.encode()?);
         match self.send(link, Target::Event, &message).await {
             Ok(confirm) => {
                 let mut claims = lock(&self.claims);
@@ -182,9 +189,11 @@ impl WorkQueue for AmqpQueue {
         Box::pin(async move {
             let shared = &self.shared;
             loop {
-                let prefetch = shared.settings.prefetch_count;
-                let (link, delivery) =
-                    shared.next_delivery(|link| &link.tasks, &shared.names.tasks_queue, prefetch, "tasks").await?;
+                let (link, delivery) = if shared.settings.routes.len() > 1 {
+                    shared.next_polled().await?
+                } else {
+                    shared.next_delivery(Consuming::Tasks).await?
+                };
                 if let Some(task) = shared.admit(&link, delivery).await? {
                     return Ok(task);
                 }
@@ -237,6 +246,17 @@ impl WorkQueue for AmqpQueue {
                 shared.report_broken(link.generation);
                 return Err(lost());
             }
+            Ok(())
+        })
+    }
+
+    fn announce<'a>(&'a self, status: &'a WorkerStatus) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let message = Outgoing::new(&status.worker_id, status.encode()?);
+            let link = self.shared.current().await?;
+            let confirm = self.shared.send(&link, Target::Status, &message).await.map_err(super::broker)?;
+            // Awaited, though a lost heartbeat is replaced by the next: lapin keeps every dropped confirm.
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(5), confirm).await;
             Ok(())
         })
     }

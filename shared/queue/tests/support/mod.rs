@@ -18,6 +18,7 @@ pub fn settings(prefetch_count: u16) -> AmqpSettings {
         queue_name: format!("test-{id}"),
         exchange_name: format!("test-{id}.tasks"),
         prefetch_count,
+        ..AmqpSettings::new("")
     }
 }
 
@@ -47,6 +48,8 @@ pub fn task(id: &str, max_attempts: u32) -> TaskEnvelope {
         chat_id: Some(1),
         user_id: Some(1),
         max_attempts,
+        agent_hash: None,
+        requires: Vec::new(),
     }
 }
 

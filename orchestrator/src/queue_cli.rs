@@ -1,0 +1,74 @@
+//! `minibot queue migrate|workers`: the task queue's upkeep from the command line.
+
+use minibot_config::{Config, TaskBackend, load_agents};
+use minibot_orchestrator::cli::QueueAction;
+use minibot_protocol::{WorkerState, WorkerStatus, route_for};
+use minibot_queue::backend;
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+pub async fn run(config: &Config, action: &QueueAction) -> anyhow::Result<ExitCode> {
+    match action {
+        QueueAction::Migrate => migrate(config).await,
+        QueueAction::Workers => workers(config).await,
+    }
+}
+
+async fn migrate(config: &Config) -> anyhow::Result<ExitCode> {
+    if config.tasks.backend != TaskBackend::Rabbitmq {
+        println!("[tasks] backend is sqlite: its queue table upgrades itself; nothing to migrate");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut routes = vec![String::new()];
+    if config.specialists_enabled() {
+        let agents = load_agents(&config.resolve_path(&config.orchestration.directory))?;
+        routes.extend(agents.iter().map(|a| route_for(Some(&a.name))));
+    }
+    let settings = backend::amqp_settings(config, &routes);
+    for queue in minibot_queue::amqp::migrate::migrate(&settings).await? {
+        if queue.converted {
+            println!("{}: now a quorum queue; {} waiting task(s) kept", queue.queue, queue.tasks_moved);
+        } else {
+            println!("{}: already a quorum queue", queue.queue);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Listens for one and a half heartbeats and prints who spoke.
+async fn workers(config: &Config) -> anyhow::Result<ExitCode> {
+    let queue = backend::open_orchestrator_queue(config).await?.queue;
+    let heartbeat = Duration::from_secs(config.worker.heartbeat_seconds.max(1));
+    let until = Instant::now() + heartbeat + heartbeat / 2;
+    let mut seen: BTreeMap<String, WorkerStatus> = BTreeMap::new();
+    while let Ok(next) = tokio::time::timeout_at(until.into(), queue.next_status()).await {
+        let status = next?;
+        if status.state == WorkerState::Leaving {
+            seen.remove(&status.worker_id);
+        } else {
+            seen.insert(status.worker_id.clone(), status);
+        }
+    }
+    queue.close().await;
+    if seen.is_empty() {
+        println!("no worker sent a heartbeat in {} s", (heartbeat + heartbeat / 2).as_secs_f32());
+        return Ok(ExitCode::from(1));
+    }
+    for worker in seen.values() {
+        let specialists: Vec<String> =
+            worker.specialists.iter().map(|s| format!("{}@{}", s.name, s.hash.get(..8).unwrap_or(&s.hash))).collect();
+        println!(
+            "{}  host={} pid={} version={} labels=[{}] load={}/{} specialists=[{}]",
+            worker.worker_id,
+            worker.host,
+            worker.pid,
+            worker.app_version,
+            worker.labels.join(","),
+            worker.load,
+            worker.capacity,
+            specialists.join(",")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
