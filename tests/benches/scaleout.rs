@@ -69,6 +69,29 @@ async fn task_message_size(driver: &Driver, url: &str) -> usize {
 }
 
 /// The ceiling: a quorum queue, persistent messages, confirms pipelined, prefetch 64, manual acks.
+/// Publishes `RAW_MESSAGES` persistent copies of `body` to `queue`, `RAW_PIPELINE` confirms at a time.
+async fn publish_pipelined(publisher: &lapin::Channel, queue: &str, body: &[u8]) {
+    for chunk in 0..RAW_MESSAGES.div_ceil(RAW_PIPELINE) {
+        let mut confirms = Vec::new();
+        for _ in (chunk * RAW_PIPELINE)..((chunk + 1) * RAW_PIPELINE).min(RAW_MESSAGES) {
+            let properties = BasicProperties::default().with_delivery_mode(2);
+            let options = BasicPublishOptions::default();
+            confirms.push(publisher.basic_publish("".into(), queue.into(), options, body, properties).await.unwrap());
+        }
+        for confirm in confirms {
+            assert!(confirm.await.unwrap().is_ack());
+        }
+    }
+}
+
+/// Takes and acknowledges `RAW_MESSAGES` deliveries.
+async fn drain(mut consumer: lapin::Consumer) {
+    for _ in 0..RAW_MESSAGES {
+        let delivery = consumer.next().await.unwrap().unwrap();
+        delivery.ack(BasicAckOptions::default()).await.unwrap();
+    }
+}
+
 async fn raw_rate(url: &str, size: usize) -> f64 {
     let connection = Connection::connect(url, ConnectionProperties::default()).await.unwrap();
     let queue = "bench-raw";
@@ -79,29 +102,14 @@ async fn raw_rate(url: &str, size: usize) -> f64 {
     publisher.confirm_select(ConfirmSelectOptions::default()).await.unwrap();
     let consuming = connection.create_channel().await.unwrap();
     consuming.basic_qos(64, BasicQosOptions::default()).await.unwrap();
-    let mut consumer = consuming
+    let consumer = consuming
         .basic_consume(queue.into(), "".into(), BasicConsumeOptions::default(), FieldTable::default())
         .await
         .unwrap();
     let body = vec![b'x'; size];
     let started = Instant::now();
-    let consume = actix::spawn(async move {
-        for _ in 0..RAW_MESSAGES {
-            let delivery = consumer.next().await.unwrap().unwrap();
-            delivery.ack(BasicAckOptions::default()).await.unwrap();
-        }
-    });
-    for chunk in 0..RAW_MESSAGES.div_ceil(RAW_PIPELINE) {
-        let mut confirms = Vec::new();
-        for _ in (chunk * RAW_PIPELINE)..((chunk + 1) * RAW_PIPELINE).min(RAW_MESSAGES) {
-            let properties = BasicProperties::default().with_delivery_mode(2);
-            let options = BasicPublishOptions::default();
-            confirms.push(publisher.basic_publish("".into(), queue.into(), options, &body, properties).await.unwrap());
-        }
-        for confirm in confirms {
-            assert!(confirm.await.unwrap().is_ack());
-        }
-    }
+    let consume = actix::spawn(drain(consumer));
+    publish_pipelined(&publisher, queue, &body).await;
     consume.await.unwrap();
     let rate = RAW_MESSAGES as f64 / started.elapsed().as_secs_f64();
     publisher.queue_delete(queue.into(), QueueDeleteOptions::default()).await.unwrap();
@@ -130,7 +138,7 @@ async fn raw_round_trips(url: &str, size: usize) -> f64 {
         .unwrap();
     let collector = connection.create_channel().await.unwrap();
     collector.basic_qos(64, BasicQosOptions::default()).await.unwrap();
-    let mut answers = collector
+    let answers = collector
         .basic_consume(replies.into(), "".into(), BasicConsumeOptions::default(), FieldTable::default())
         .await
         .unwrap();
@@ -138,6 +146,7 @@ async fn raw_round_trips(url: &str, size: usize) -> f64 {
     let reply_body = vec![b'y'; 256];
     let started = Instant::now();
     let respond = actix::spawn(async move {
+        let mut acks = Vec::with_capacity(RAW_MESSAGES);
         for _ in 0..RAW_MESSAGES {
             let delivery = incoming.next().await.unwrap().unwrap();
             let properties = BasicProperties::default().with_delivery_mode(2);
@@ -145,30 +154,17 @@ async fn raw_round_trips(url: &str, size: usize) -> f64 {
                 .basic_publish("".into(), replies.into(), BasicPublishOptions::default(), &reply_body, properties)
                 .await
                 .unwrap();
-            actix::spawn(async move {
+            acks.push(actix::spawn(async move {
                 assert!(confirm.await.unwrap().is_ack());
                 delivery.ack(BasicAckOptions::default()).await.unwrap();
-            });
+            }));
+        }
+        for ack in acks {
+            ack.await.unwrap();
         }
     });
-    let collect = actix::spawn(async move {
-        for _ in 0..RAW_MESSAGES {
-            let delivery = answers.next().await.unwrap().unwrap();
-            delivery.ack(BasicAckOptions::default()).await.unwrap();
-        }
-    });
-    for chunk in 0..RAW_MESSAGES.div_ceil(RAW_PIPELINE) {
-        let mut confirms = Vec::new();
-        for _ in (chunk * RAW_PIPELINE)..((chunk + 1) * RAW_PIPELINE).min(RAW_MESSAGES) {
-            let properties = BasicProperties::default().with_delivery_mode(2);
-            let options = BasicPublishOptions::default();
-            confirms
-                .push(publisher.basic_publish("".into(), requests.into(), options, &body, properties).await.unwrap());
-        }
-        for confirm in confirms {
-            assert!(confirm.await.unwrap().is_ack());
-        }
-    }
+    let collect = actix::spawn(drain(answers));
+    publish_pipelined(&publisher, requests, &body).await;
     respond.await.unwrap();
     collect.await.unwrap();
     let rate = RAW_MESSAGES as f64 / started.elapsed().as_secs_f64();

@@ -11,7 +11,7 @@ use super::topology::{Names, task_queue_arguments};
 use super::{AmqpSettings, broker};
 use crate::{QueueError, Result};
 use lapin::options::{
-    BasicAckOptions, BasicGetOptions, BasicPublishOptions, ConfirmSelectOptions, QueueBindOptions, QueueDeclareOptions,
+    BasicAckOptions, BasicGetOptions, BasicPublishOptions, ConfirmSelectOptions, QueueDeclareOptions,
     QueueDeleteOptions,
 };
 use lapin::types::{FieldTable, ShortString};
@@ -107,16 +107,7 @@ async fn migrate_one(connection: &Connection, names: &Names, queue: &ShortString
             .map_err(broker)?;
     }
     if is_base {
-        channel
-            .queue_bind(
-                queue.clone(),
-                names.tasks_exchange.clone(),
-                "".into(),
-                QueueBindOptions::default(),
-                FieldTable::default(),
-            )
-            .await
-            .map_err(broker)?;
+        super::topology::bind_generic_queue(&channel, names).await?;
     }
     let back = move_all(&channel, &holding, queue).await?;
     // Nothing publishes to the holding queue but this run (RabbitMQ 3.10 cannot `if_empty`-delete a quorum

@@ -128,6 +128,16 @@ pub(super) async fn declare_task_queue(
     Err(explain_declare_error(queue.as_str(), &error, classic))
 }
 
+/// Binds the generic worker's queue to the tasks exchange (where MiniBot 0.36 published).
+pub(super) async fn bind_generic_queue(channel: &Channel, names: &Names) -> Result<()> {
+    let (queue, exchange) = (names.tasks_queue.clone(), names.tasks_exchange.clone());
+    channel
+        .queue_bind(queue, exchange, "".into(), QueueBindOptions::default(), FieldTable::default())
+        .await
+        .map_err(broker)?;
+    Ok(())
+}
+
 /// The start-up message for a task queue the broker already holds in another shape.
 pub(super) fn explain_declare_error(queue: &str, error: &str, classic: bool) -> QueueError {
     if error.contains("PRECONDITION_FAILED") || error.contains("inequivalent arg") {
@@ -168,16 +178,7 @@ async fn open_link_untimed(shared: &Shared, generation: u64) -> Result<(Arc<Link
         declare_task_queue(&connection, &channel, names, &names.route_queue(route)?).await?;
         declared.insert(route.clone());
     }
-    channel
-        .queue_bind(
-            names.tasks_queue.clone(),
-            names.tasks_exchange.clone(),
-            "".into(),
-            QueueBindOptions::default(),
-            FieldTable::default(),
-        )
-        .await
-        .map_err(broker)?;
+    bind_generic_queue(&channel, names).await?;
     channel
         .queue_declare(names.events_queue.clone(), QueueDeclareOptions::durable(), FieldTable::default())
         .await
