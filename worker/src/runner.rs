@@ -29,6 +29,8 @@ const START_NOTICE_AFTER: Duration = Duration::from_millis(250);
 struct StartNotice {
     began: Instant,
     sent: tokio::sync::Mutex<bool>,
+    /// Raised when reporting the start found the task gone to another worker: the run stops at once.
+    lost: tokio::sync::Notify,
 }
 const STEER_PREFIX: &str = "Message from the agent that assigned you this task, sent while you work on it. \
 Follow it from now on:\n\n";
@@ -81,7 +83,11 @@ impl Worker {
     }
 
     pub async fn run_task(&self, task: &ClaimedTask) -> Result<(), QueueError> {
-        let notice = StartNotice { began: Instant::now(), sent: tokio::sync::Mutex::new(false) };
+        let notice = StartNotice {
+            began: Instant::now(),
+            sent: tokio::sync::Mutex::new(false),
+            lost: tokio::sync::Notify::new(),
+        };
         let tally = Tally::default();
         let attempt = self.attempt(task, &tally, &notice);
         tokio::pin!(attempt);
@@ -89,8 +95,11 @@ impl Worker {
         // the broker per task, which is most of what a short task costs it).
         let announce = async {
             tokio::time::sleep(START_NOTICE_AFTER).await;
-            if let Err(error) = self.ensure_started(task, &notice).await {
-                tracing::debug!(task_id = %task.envelope.task_id, error = %error, "start not reported");
+            match self.ensure_started(task, &notice).await {
+                Ok(()) => {}
+                // `notify_one` keeps its permit, so the run sees it even if it is not waiting yet.
+                Err(QueueError::LeaseLost { .. }) => notice.lost.notify_one(),
+                Err(error) => tracing::debug!(task_id = %task.envelope.task_id, error = %error, "start not reported"),
             }
         };
         let outcome = tokio::select! {
@@ -233,6 +242,7 @@ impl Worker {
         let result = tokio::select! {
             result = run.run() => result,
             interrupt = self.watch_controls(task, inbox_tx, &pending) => return Err(interrupt),
+            () = notice.lost.notified() => return Err(Interrupt::LeaseLost),
             // The reporter ends only when `on_event` is dropped, below, so it is never polled after it ended.
             Err(interrupt) = &mut progress => return Err(interrupt),
         };

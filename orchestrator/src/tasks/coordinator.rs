@@ -248,7 +248,8 @@ async fn time_out_unserved(hub: &TaskHub, routes: &TaskRoutes, record: &TaskReco
         Ok(Applied::Finished(ended)) => {
             tracing::warn!(task_id = %record.id, reason = %reason, "task timed out waiting for a worker");
             // Off the queue, so a worker that joins later does not run it after the chat heard it timed out
-            // (SQLite removes it; over RabbitMQ a worker that takes it anyway is told to stop when it starts).
+            // (SQLite removes it; over RabbitMQ a worker that takes it anyway is told to stop when it reports
+            // its start, a quarter second in: a task quicker than that runs, and its result is ignored).
             cancel_on_queue(hub, &record.id).await;
             deliver_result(hub, routes, &ended, &[]).await;
         }

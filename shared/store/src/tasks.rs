@@ -395,7 +395,8 @@ impl TaskStore {
             "UPDATE tasks SET status = ?2, stop_reason = ?3, result_text = ?4, last_error = ?5,
                  attempts = MAX(attempts, ?6), completed_at = ?7, updated_at = ?7,
                  steps = ?8, tool_calls = ?9, total_tokens = ?10,
-                 worker_id = COALESCE(?12, worker_id), worker_host = COALESCE(?13, worker_host),
+                 worker_id = COALESCE(?12, worker_id),
+                 worker_host = CASE WHEN ?12 IS NULL THEN worker_host ELSE ?13 END,
                  started_at = CASE WHEN ?12 IS NULL THEN started_at ELSE COALESCE(started_at, ?7) END
              WHERE id = ?1 AND status IN ('pending', 'running') AND (?11 IS NULL OR updated_at = ?11) RETURNING *",
         )

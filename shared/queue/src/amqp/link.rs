@@ -18,9 +18,11 @@ use tokio::sync::Mutex;
 
 /// How long an operation waits for a connection before it gives up with an error.
 const LINK_WAIT: Duration = Duration::from_secs(60);
-/// Pauses between empty polls of a worker with several routes: short while work flows, longer when quiet.
+/// Pauses between empty polls of a worker with several routes: short while work flows, longer when quiet. An
+/// empty `basic.get` on a quorum queue is still a command in its log, so a long-idle worker polls slowly.
 const POLL_BUSY: Duration = Duration::from_millis(20);
 const POLL_IDLE: Duration = Duration::from_millis(50);
+const POLL_QUIET: Duration = Duration::from_millis(250);
 
 /// The consumers of one kind on one channel, read as one stream (a worker consumes a queue per route).
 pub(super) type Consumers = (Channel, SelectAll<Consumer>);
@@ -215,7 +217,7 @@ impl Shared {
     }
 
     /// The next task of a worker with several routes, taken with `basic.get` from each route's queue in turn,
-    /// pausing 20 ms between empty rounds (50 ms after a quiet second). Consumers would not do here: the
+    /// pausing 20 ms between empty rounds (50 ms after a quiet second, 250 ms after ten). Consumers would not do here: the
     /// broker's prefetch is per consumer (quorum queues have no channel-wide one), so a busy worker would hold a
     /// task of every route it serves, unstarted, while other workers idle, and each held task would lose an
     /// attempt when that worker stops.
@@ -266,7 +268,11 @@ impl Shared {
                 floor = link.generation + 1;
                 continue;
             }
-            let pause = if since.elapsed() < Duration::from_secs(1) { POLL_BUSY } else { POLL_IDLE };
+            let pause = match since.elapsed() {
+                quiet if quiet < Duration::from_secs(1) => POLL_BUSY,
+                quiet if quiet < Duration::from_secs(10) => POLL_IDLE,
+                _ => POLL_QUIET,
+            };
             tokio::time::sleep(pause).await;
         }
     }

@@ -76,7 +76,10 @@ async fn migrate_one(connection: &Connection, names: &Names, queue: &ShortString
         loop {
             let delete = QueueDeleteOptions { if_empty: true, if_unused: true, ..QueueDeleteOptions::default() };
             let probe = self::channel(connection).await?;
-            let Err(error) = probe.queue_delete(queue.clone(), delete).await else { break };
+            let Err(error) = probe.queue_delete(queue.clone(), delete).await else {
+                let _ = probe.close(200, "deleted".into()).await;
+                break;
+            };
             let error = error.to_string();
             // A refused delete closed that channel; look again on a fresh one.
             let channel = self::channel(connection).await?;
@@ -90,6 +93,7 @@ async fn migrate_one(connection: &Connection, names: &Names, queue: &ShortString
                 )));
             }
             let more = move_all(&channel, queue, &holding).await?;
+            let _ = channel.close(200, "moved".into()).await;
             if more == 0 {
                 return Err(QueueError::Broker(format!("cannot delete the old queue {queue}: {error}")));
             }
