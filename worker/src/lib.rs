@@ -22,10 +22,10 @@ use std::time::Duration;
 
 /// The worker id: `MINIBOT_WORKER_ID`, else host name and process id.
 pub fn worker_id() -> String {
-    std::env::var("MINIBOT_WORKER_ID").ok().filter(|v| !v.is_empty()).unwrap_or_else(|| {
-        let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
-        format!("{}-{}", host.trim(), std::process::id())
-    })
+    std::env::var("MINIBOT_WORKER_ID")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| format!("{}-{}", offer::host_name(), std::process::id()))
 }
 
 /// Loads a worker's config. A local worker started with `secrets_from_stdin` gets the secrets its parent unlocked

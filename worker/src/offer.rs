@@ -11,6 +11,8 @@ pub struct Offer {
     pub specialists: Vec<SpecialistVersion>,
     /// Specialists in the folder this worker leaves to others, with the labels it lacks.
     pub declined: Vec<(String, Vec<String>)>,
+    /// This machine's name, read once.
+    pub host: String,
 }
 
 impl Offer {
@@ -26,7 +28,8 @@ impl Offer {
     }
 
     pub fn from_agents(labels: &[String], agents: &[AgentDefinition]) -> Self {
-        let mut offer = Self { routes: vec![String::new()], specialists: Vec::new(), declined: Vec::new() };
+        let mut offer =
+            Self { routes: vec![String::new()], specialists: Vec::new(), declined: Vec::new(), host: host_name() };
         for agent in agents {
             let missing: Vec<String> = agent.requires.iter().filter(|r| !labels.contains(r)).cloned().collect();
             if !missing.is_empty() {
@@ -45,7 +48,7 @@ impl Offer {
 
     /// The status to announce, with what runs now.
     pub fn status(&self, config: &Config, worker_id: &str, running: Vec<String>, state: WorkerState) -> WorkerStatus {
-        let mut status = WorkerStatus::new(worker_id, &host_name());
+        let mut status = WorkerStatus::new(worker_id, &self.host);
         status.app_version = env!("CARGO_PKG_VERSION").to_string();
         status.state = state;
         status.labels = config.worker.labels.clone();

@@ -222,7 +222,8 @@ async fn waiting_tasks(hub: &TaskHub) -> Vec<(TaskRecord, Option<String>)> {
     if waiting.is_empty() {
         return Vec::new();
     }
-    let agents = hub.agent_definitions();
+    // The folder is read only when a waiting task names a specialist (this runs every second).
+    let agents = if waiting.iter().any(|r| r.agent_name.is_some()) { hub.agent_definitions() } else { Vec::new() };
     waiting
         .into_iter()
         .map(|record| {
@@ -237,6 +238,11 @@ async fn waiting_tasks(hub: &TaskHub) -> Vec<(TaskRecord, Option<String>)> {
             (record, reason)
         })
         .collect()
+}
+
+/// The host a worker announced, if the roster holds it.
+fn host_of(hub: &TaskHub, worker_id: &str) -> Option<String> {
+    hub.fleet.lock().ok().and_then(|fleet| fleet.host_of(worker_id))
 }
 
 /// Ends a task that waited its whole timeout without a worker able to take it, unless a worker started it since
@@ -281,7 +287,7 @@ impl Handler<Apply> for TaskCoordinator {
             let event = &delivery.event;
             let applied = match &event.kind {
                 WorkerEventKind::Started => {
-                    let host = hub.fleet.lock().ok().and_then(|fleet| fleet.host_of(&event.worker_id));
+                    let host = host_of(&hub, &event.worker_id);
                     let applied =
                         hub.store.started(&event.task_id, event.attempt, &event.worker_id, host.as_deref()).await;
                     if let Ok(Applied::Ignored) = applied {
@@ -307,7 +313,7 @@ impl Handler<Apply> for TaskCoordinator {
                     total_tokens,
                     ..
                 } => {
-                    let host = hub.fleet.lock().ok().and_then(|fleet| fleet.host_of(&event.worker_id));
+                    let host = host_of(&hub, &event.worker_id);
                     let ending = Ending {
                         status: TaskStatus::from(*outcome),
                         stop_reason,
