@@ -3,8 +3,9 @@
 //! deploy/Dockerfile (and its .dockerignore), the systemd units and the env file examples. Each test is a promise
 //! docs/deploy.md makes: the files they name exist, the programs they start are the workspace's, the variables
 //! they set are read, each container's config loads with exactly its own environment, workers scale, the broker
-//! keeps its data, the image runs as a service user with no secret in it, and the units leave the sandbox its
-//! namespaces.
+//! keeps its data, the image runs as a service user with no secret in it, the units leave the sandbox its
+//! namespaces, and so do the containers, through a seccomp profile that is Docker's default plus exactly the
+//! sandbox helper's calls (deploy/seccomp.rs).
 
 #[path = "deploy/compose.rs"]
 mod compose;
@@ -14,6 +15,8 @@ mod dockerfile;
 mod overrides;
 #[path = "deploy/repo.rs"]
 mod repo;
+#[path = "deploy/seccomp.rs"]
+mod seccomp;
 #[path = "deploy/setup.rs"]
 mod setup;
 #[path = "deploy/units.rs"]

@@ -1,6 +1,6 @@
 //! Logs go as logfmt lines to `logs/minibot.log` (next to the config file) and, with `--verbose`, to stderr.
 //! `RUST_LOG` wins over `[runtime].log_level` / `[logging].log_level`. Both outputs pass through a redactor
-//! ([`Config::log_redactor`]) of the vault's values and the configured provider keys, so no known secret value is
+//! ([`Config::redactor`]) of the vault's values and every configured credential, so no known secret value is
 //! ever written to either.
 
 use anyhow::Context;
@@ -25,7 +25,7 @@ pub fn init(config: &Config, verbose: bool) -> anyhow::Result<()> {
         EnvFilter::try_from_default_env()
             .unwrap_or_else(|_| EnvFilter::new(format!("{default_directive},sqlx=warn,hyper=warn,reqwest=warn")))
     };
-    let dir = config.resolve_path("logs");
+    let dir = config.log_dir();
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create log folder {}", dir.display()))?;
     let path = dir.join("minibot.log");
     let file = OpenOptions::new()
@@ -33,7 +33,7 @@ pub fn init(config: &Config, verbose: bool) -> anyhow::Result<()> {
         .append(true)
         .open(&path)
         .with_context(|| format!("cannot open log file {}", path.display()))?;
-    let redactor = config.log_redactor();
+    let redactor = config.redactor();
     // Each event is formatted whole and written with one append, so lines of concurrent events never mix.
     let file = Arc::new(file);
     let file_writer = {

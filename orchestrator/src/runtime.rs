@@ -76,12 +76,12 @@ impl Runtime {
             let agents = minibot_config::load_agents(&config.resolve_path(&config.orchestration.directory))?;
             minibot_config::check_agents(&config, &agents)?;
         }
-        let store = Store::open(&memory_path, config.memory.max_history_messages)
-            .await?
-            .with_redactor(minibot_vault::Redactor::new(&config.secrets));
+        let store =
+            Store::open(&memory_path, config.memory.max_history_messages).await?.with_redactor(config.redactor());
 
         let services = ToolServices::new(config.clone(), Some(store.clone()))
             .with_context(|| format!("tools.file_storage.root_dir = {}", config.tools.file_storage.root_dir))?;
+        minibot_tools::files::check_root(&config, services.files.as_deref())?;
         minibot_tools::exec::sandbox::check(&config, services.files.as_deref()).await?;
         let main = &config.orchestration.main_agent;
         let policy = ToolPolicy::from_lists(&main.tools_allow, &main.tools_deny)

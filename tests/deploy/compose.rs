@@ -31,6 +31,10 @@ pub struct Service {
     pub healthcheck_test: Option<Vec<String>>,
     /// `depends_on` service → condition (`service_started` when none is given).
     pub depends_on: BTreeMap<String, String>,
+    /// `security_opt` as written (`seccomp=…`, `apparmor=…`, `systempaths=…`).
+    pub security_opt: Vec<String>,
+    pub privileged: bool,
+    pub cap_add: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -140,6 +144,9 @@ impl Service {
             hostname: value.get("hostname").map(text_of),
             healthcheck_test: value.get("healthcheck").and_then(|h| h.get("test")).map(words),
             depends_on,
+            security_opt: sequence(value.get("security_opt")).iter().map(text_of).collect(),
+            privileged: value.get("privileged").and_then(Value::as_bool).unwrap_or(false),
+            cap_add: sequence(value.get("cap_add")).iter().map(text_of).collect(),
         }
     }
 }

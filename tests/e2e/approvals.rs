@@ -140,9 +140,9 @@ async fn an_unanswered_question_times_out_and_is_withdrawn() {
     assert!(result["error"].as_str().unwrap().contains("nobody answered the approval request within 1 s"), "{result}");
 }
 
-// A managed folder that holds the config: `contain` refuses to start with it, so Python is off here.
-const SELF_EDIT: &str = "[tools.python_exec]\nenabled = false\n[tools.file_storage]\nenabled = true\nroot_dir = \".\"\n[tools.apply_patch]\nenabled = true\n\
-                         [vault]\npath = \"vault.yml\"\n";
+// A managed folder may not hold the config (start-up refuses it), so the file tools reach it from outside.
+const SELF_EDIT: &str = "[tools.file_storage]\nenabled = true\nroot_dir = \"files\"\nallow_outside_root = true\n\
+                         [tools.apply_patch]\nenabled = true\n[vault]\npath = \"vault.yml\"\n";
 const PATCH: &str = "*** Begin Patch\n*** Update File: config.toml\n@@\n [llm]\n+# edited by the model\n*** End Patch";
 
 #[tokio::test]
@@ -150,9 +150,9 @@ async fn file_tools_cannot_change_the_config_or_the_vault_without_approval() {
     let writes = [
         ("apply_patch", json!({ "patch_text": PATCH })),
         ("write_file", json!({ "path": "link.toml", "content": "[llm]\n", "overwrite": true })),
-        ("move_file", json!({ "source_path": "config.toml", "destination_path": "moved.toml" })),
-        ("write_file", json!({ "path": "vault.yml", "content": "stolen", "overwrite": true })),
-        ("delete_file", json!({ "path": "vault.yml" })),
+        ("move_file", json!({ "source_path": "../config.toml", "destination_path": "moved.toml" })),
+        ("write_file", json!({ "path": "../vault.yml", "content": "stolen", "overwrite": true })),
+        ("delete_file", json!({ "path": "../vault.yml" })),
         ("write_file", json!({ "path": "notes.txt", "content": "fine" })),
     ];
     let mut replies: Vec<Reply> = writes.iter().map(|(tool, args)| Reply::tool(tool, args.clone())).collect();
@@ -160,17 +160,22 @@ async fn file_tools_cannot_change_the_config_or_the_vault_without_approval() {
     let llm = ScriptedLlm::start(vec![Script::new("edit yourself", replies)]).await;
     let home = Home::new(&llm.base_url(), SELF_EDIT);
     let config = std::fs::read_to_string(home.config()).unwrap();
-    std::os::unix::fs::symlink(home.config(), home.path().join("link.toml")).unwrap();
+    std::fs::create_dir_all(home.path().join("files")).unwrap();
+    std::os::unix::fs::symlink(home.config(), home.path().join("files/link.toml")).unwrap();
     std::fs::write(home.path().join("vault.yml"), "sealed").unwrap();
 
     let output = run(home.minibot(&["console", "--once", "edit yourself"])).await;
     assert!(output.status.success(), "stderr: {}", stderr(&output));
     assert_eq!(stdout(&output), "tried\n");
     assert_eq!(std::fs::read_to_string(home.config()).unwrap(), config, "the config file changed");
-    assert!(home.path().join("link.toml").is_symlink());
-    assert!(!home.path().join("moved.toml").exists());
+    assert!(home.path().join("files/link.toml").is_symlink());
+    assert!(!home.path().join("files/moved.toml").exists());
     assert_eq!(std::fs::read_to_string(home.path().join("vault.yml")).unwrap(), "sealed");
-    assert_eq!(std::fs::read_to_string(home.path().join("notes.txt")).unwrap(), "fine", "other files are writable");
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("files/notes.txt")).unwrap(),
+        "fine",
+        "other files are writable"
+    );
 
     let requests = llm.requests();
     assert_eq!(requests.len(), writes.len() + 1);

@@ -421,3 +421,117 @@ async fn a_secret_in_a_tool_result_or_a_message_is_masked_before_the_model_and_t
     assert!(llm.authorizations().iter().all(|a| a == &format!("Bearer {SECRET}")));
     assert_eq!(files_containing(&home.path().join("data"), SECRET), Vec::<String>::new());
 }
+
+/// A provider key that is no vault value: from `OPENAI_API_KEY` (the fallback when the config names none).
+const ENV_KEY: &str = "sk-env-e2e-8c41d07e2a";
+
+/// The requests whose conversation mentions `text`, each as the provider got it.
+fn requests_mentioning(llm: &ScriptedLlm, text: &str) -> Vec<serde_json::Value> {
+    llm.requests().into_iter().filter(|r| r["messages"].to_string().contains(text)).collect()
+}
+
+/// The first tool message of a request.
+fn tool_message(request: &serde_json::Value) -> String {
+    let messages = request["messages"].as_array().unwrap();
+    messages.iter().find(|m| m["role"] == "tool").map(|m| m["content"].to_string()).unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_provider_key_from_the_environment_is_masked_like_a_vault_secret() {
+    // The key comes from the environment twice over: through the `OPENAI_API_KEY` fallback, and through
+    // `${VAR}` in the config. A file the model reads holds it, the model repeats it in a call's arguments and in
+    // its answer: the provider must not get it back in a body, and the transcript must not keep it.
+    for (key_line, variable) in [("", "OPENAI_API_KEY"), ("api_key = \"${MY_PROVIDER_KEY}\"\n", "MY_PROVIDER_KEY")] {
+        let llm = ScriptedLlm::start(vec![Script::new(
+            "read leak.txt",
+            vec![
+                Reply::tool("read_file", json!({ "path": "leak.txt" })),
+                Reply::tool("calculate_expression", json!({ "expression": format!("len('{ENV_KEY}')") })),
+                Reply::text(&format!("The file holds {ENV_KEY}.")),
+            ],
+        )])
+        .await;
+        let home = Home::new(
+            &llm.base_url(),
+            &format!(
+                "[providers.openai]\nbase_url = \"{}\"\n{key_line}[tools.file_storage]\nenabled = true\n\
+                 root_dir = \"files\"\n",
+                llm.base_url()
+            ),
+        );
+        std::fs::create_dir_all(home.path().join("files")).unwrap();
+        std::fs::write(home.path().join("files/leak.txt"), format!("OPENAI_API_KEY={ENV_KEY}\n")).unwrap();
+        let mut command = home.minibot(&["console", "--once", "read leak.txt", "--verbose"]);
+        command.env(variable, ENV_KEY);
+        let output = run(command).await;
+        assert!(output.status.success(), "{variable}: stderr: {}", stderr(&output));
+
+        // The provider got the key where it belongs, in the header of every call.
+        assert_eq!(llm.authorizations(), vec![format!("Bearer {ENV_KEY}"); 3], "{variable}");
+        let requests = llm.requests();
+        assert_eq!(requests.len(), 3, "{variable}");
+        for request in &requests {
+            assert!(!request.to_string().contains(ENV_KEY), "{variable}: a request body holds the key: {request}");
+        }
+        assert!(tool_message(&requests[1]).contains("OPENAI_API_KEY=***"), "{variable}: {}", requests[1]);
+        let echoed = requests[2]["messages"].as_array().unwrap().iter().find_map(|m| {
+            m["tool_calls"].as_array().and_then(|calls| {
+                calls.iter().find(|c| c["function"]["name"] == "calculate_expression").map(|c| c.to_string())
+            })
+        });
+        assert!(echoed.is_some_and(|call| call.contains("len('***')")), "{variable}: {}", requests[2]);
+
+        // Not in the databases (the answer that repeats the key included), not in the log.
+        assert!(home.path().join("data/minibot.db").exists(), "{variable}: the transcript database was written");
+        assert_eq!(files_containing(&home.path().join("data"), ENV_KEY), Vec::<String>::new(), "{variable}");
+        assert_eq!(files_containing(&home.path().join("logs"), ENV_KEY), Vec::<String>::new(), "{variable}");
+        assert!(!stderr(&output).contains(ENV_KEY), "{variable}: stderr: {}", stderr(&output));
+    }
+}
+
+#[tokio::test]
+async fn a_local_worker_masks_what_the_assistant_masks_the_vault_password_included() {
+    // The worker gets the secrets from its parent and never opens the vault, yet a file its model reads holds
+    // the environment's provider key and the vault password: both are masked before its next request.
+    let job = "background job reading leak.txt";
+    let llm = ScriptedLlm::start(vec![
+        Script::new(
+            "start a background job",
+            vec![Reply::tool("spawn_task", json!({ "prompt": job })), Reply::text("Started.")],
+        )
+        .delay(std::time::Duration::from_millis(800)),
+        Script::new(job, vec![Reply::tool("read_file", json!({ "path": "leak.txt" })), Reply::text("job done")])
+            .delay(std::time::Duration::from_millis(1200)),
+    ])
+    .await;
+    let home = Home::new(
+        &llm.base_url(),
+        &format!(
+            "[vault]\nenabled = true\npassword_file = \"vault.pw\"\n[providers.openai]\nbase_url = \"{}\"\n\
+             [tasks]\nlocal_workers = 1\nprogress_interval_seconds = 0.01\n\
+             [tools.file_storage]\nenabled = true\nroot_dir = \"files\"\n",
+            llm.base_url()
+        ),
+    );
+    write_vault(&home.path().join("secrets.vault.yml"), json!({ "OTHER": "other-value" }));
+    std::fs::write(home.path().join("vault.pw"), format!("{PASSWORD}\n")).unwrap();
+    std::fs::create_dir_all(home.path().join("files")).unwrap();
+    std::fs::write(home.path().join("files/leak.txt"), format!("key={ENV_KEY} password={PASSWORD}\n")).unwrap();
+    let mut command = home.minibot(&["console", "--once", "start a background job"]);
+    command.env_remove("MINIBOT_VAULT_PASSWORD").env("OPENAI_API_KEY", ENV_KEY);
+    let output = run(command).await;
+    assert!(output.status.success(), "stderr: {}", stderr(&output));
+    assert_eq!(stdout(&output), "Started.\njob done\n");
+
+    let worker_requests = requests_mentioning(&llm, job);
+    let after_tool = worker_requests.iter().find(|r| !tool_message(r).is_empty() && tool_message(r).contains("key="));
+    let after_tool =
+        after_tool.unwrap_or_else(|| panic!("the worker's model never read the file: {worker_requests:?}"));
+    assert!(tool_message(after_tool).contains("key=*** password=***"), "{after_tool}");
+    for request in llm.requests() {
+        let body = request.to_string();
+        assert!(!body.contains(ENV_KEY) && !body.contains(PASSWORD), "a request body holds a secret: {body}");
+    }
+    assert!(llm.authorizations().iter().all(|a| a == &format!("Bearer {ENV_KEY}")), "{:?}", llm.authorizations());
+    assert_eq!(files_containing(&home.path().join("data"), ENV_KEY), Vec::<String>::new());
+}

@@ -29,23 +29,28 @@ pub fn worker_id() -> String {
 }
 
 /// Loads a worker's config. A local worker started with `secrets_from_stdin` gets the secrets its parent unlocked
-/// through stdin instead of the vault password (see docs/secrets.md); any other worker unlocks its own vault.
+/// through stdin and never opens the vault (see docs/secrets.md); any other worker unlocks its own vault. The
+/// parent's vault password comes along only to be masked, so both processes mask the same values.
 pub fn load_config(path: Option<&std::path::Path>, secrets_from_stdin: bool) -> anyhow::Result<Config> {
     use anyhow::Context as _;
     if !secrets_from_stdin {
         return Ok(Config::load(path)?);
     }
-    let secrets = minibot_vault::receive(std::io::stdin().lock()).context("cannot read the secrets on stdin")?;
-    Ok(Config::load_with(path, minibot_config::Unlock::Given(secrets))?)
+    let handover = minibot_vault::receive(std::io::stdin().lock()).context("cannot read the secrets on stdin")?;
+    let mut config = Config::load_with(path, minibot_config::Unlock::Given(handover.secrets))?;
+    config.vault_password = handover.password;
+    Ok(config)
 }
 
 /// Runs a worker until its queue fails.
 pub async fn run(config: Config) -> anyhow::Result<()> {
     let id = worker_id();
     let config = Arc::new(config);
-    // A sandbox this host cannot provide stops the worker here, not each task it would take.
+    // A managed folder holding the assistant's state, or a sandbox this host cannot provide, stops the worker
+    // here, not each task it would take.
     let services = minibot_tools::ToolServices::new(config.clone(), None)
         .map_err(|e| anyhow::anyhow!("tools.file_storage.root_dir: cannot create it: {e}"))?;
+    minibot_tools::files::check_root(&config, services.files.as_deref())?;
     minibot_tools::exec::sandbox::check(&config, services.files.as_deref()).await?;
     let offer = Offer::read(&config)?;
     for (name, missing) in &offer.declined {

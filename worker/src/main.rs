@@ -31,7 +31,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    init_logging(cli.verbose, config.log_redactor());
+    init_logging(cli.verbose, config.redactor());
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -48,7 +48,7 @@ fn main() -> ExitCode {
     }
 }
 
-/// Logs to stderr through the config's redactor (vault values and provider keys), so no known secret value
+/// Logs to stderr through the config's redactor (the same set as the orchestrator's), so no known secret value
 /// reaches the output.
 fn init_logging(verbose: bool, redactor: minibot_vault::Redactor) {
     use tracing_subscriber::layer::SubscriberExt;

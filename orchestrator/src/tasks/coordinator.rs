@@ -462,7 +462,7 @@ fn send_attachments(
 ) -> Vec<String> {
     let storage = &config.tools.file_storage;
     // A worker (possibly on another host) names these paths: they must lie inside the managed folder whatever
-    // `allow_outside_root` says, and never be the config file or the vault.
+    // `allow_outside_root` says, and never be a file the assistant runs or trusts (the config, the vault, ...).
     let protected = minibot_tools::files::ProtectedPaths::from_config(config);
     let root = if storage.enabled {
         minibot_tools::files::ManagedRoot::create(&config.resolve_path(&storage.root_dir), false)
@@ -474,8 +474,8 @@ fn send_attachments(
     for attachment in attachments {
         let resolved = root.as_ref().map_err(Clone::clone).and_then(|root| {
             let path = root.resolve_required(&attachment.path).map_err(|e| e.to_string())?;
-            if let Some((_, what)) = protected.hit(&path.absolute) {
-                return Err(format!("it is the {what}, which is never sent as an attachment"));
+            if let Some(hit) = protected.hit(&path.absolute) {
+                return Err(format!("{}, which is never sent as an attachment", hit.describe(&path.absolute)));
             }
             // Checked through the root's handle (a link swapped in cannot point it outside); the channel then
             // sends the file by its path, which is as safe as the folder it lies in.

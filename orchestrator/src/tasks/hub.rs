@@ -40,9 +40,7 @@ pub struct TaskHub {
 
 impl TaskHub {
     pub async fn open(config: Arc<Config>, memory: Store) -> anyhow::Result<Arc<Self>> {
-        let store = TaskStore::open(&backend::tasks_db_path(&config)?)
-            .await?
-            .with_redactor(minibot_vault::Redactor::new(&config.secrets));
+        let store = TaskStore::open(&backend::tasks_db_path(&config)?).await?.with_redactor(config.redactor());
         let OrchestratorQueue { queue, sqlite } = backend::open_orchestrator_queue(&config).await?;
         let agents = if config.specialists_enabled() {
             load_agents(&config.resolve_path(&config.orchestration.directory))?

@@ -94,7 +94,7 @@ async fn supervise(hub: Arc<TaskHub>, command: WorkerCommand, slot: u32) {
         };
         if let Some(mut stdin) = child.stdin.take() {
             use tokio::io::AsyncWriteExt;
-            let secrets = minibot_vault::hand_over(&hub.config.secrets);
+            let secrets = minibot_vault::hand_over(&hub.config.secrets, hub.config.vault_password.as_ref());
             // Closing the pipe tells the worker it has everything; a worker that died first shows up below.
             if let Err(error) = stdin.write_all(secrets.as_bytes()).await {
                 tracing::warn!(worker_id = %worker_id, error = %error, "cannot hand the secrets to a local worker");

@@ -5,9 +5,11 @@
 //! defaults), then layers `MINIBOT__SECTION__KEY` environment overrides on top through the `config` crate
 //! (`overrides`, `layers`). Relative paths in the file resolve against the file's folder, so the program runs
 //! from any working directory. [`Config::main_llm`] resolves `[llm]` and `[providers.<name>]` into one endpoint.
+//! [`Config::redactor`] masks every credential the config holds, in logs, databases and provider requests.
 
 mod agents;
 mod bytesize;
+mod credentials;
 mod error;
 mod expand;
 mod keypath;
@@ -24,6 +26,7 @@ mod vault;
 
 pub use agents::{AgentDefinition, load_agents, parse_agent};
 pub use bytesize::ByteSize;
+pub use credentials::is_secret_name;
 pub use error::{ConfigError, Result};
 pub use expand::expand_str;
 pub use minibot_vault::Secrets;
@@ -50,6 +53,9 @@ pub struct Config {
     /// The unlocked vault's secrets (empty when `[vault]` is off). `${secret:NAME}` references are already
     /// expanded; this is for what names a secret directly (MCP `auth_secret`, `list_secrets`, redaction).
     pub secrets: minibot_vault::Secrets,
+    /// The password the vault was unlocked with (by this process, or by the parent that handed the secrets
+    /// over), kept only so that [`Config::redactor`] masks it too.
+    pub vault_password: Option<minibot_vault::Password>,
 }
 
 impl std::ops::Deref for Config {
@@ -82,9 +88,20 @@ impl Config {
         Some(&self.vault.password_file).filter(|f| !f.is_empty()).map(|f| self.resolve_path(f))
     }
 
+    /// The log folder: `logs/` next to the config file (no key sets it).
+    pub fn log_dir(&self) -> PathBuf {
+        self.resolve_path("logs")
+    }
+
     /// Defaults only, with relative paths under `base_dir`.
     pub fn defaults(base_dir: impl Into<PathBuf>) -> Self {
-        Self { file: ConfigFile::default(), source: None, base_dir: base_dir.into(), secrets: Default::default() }
+        Self {
+            file: ConfigFile::default(),
+            source: None,
+            base_dir: base_dir.into(),
+            secrets: Default::default(),
+            vault_password: None,
+        }
     }
 
     /// Finds and loads the config: `explicit` (from `--config`), else `MINIBOT_CONFIG`, else `./config.toml`.

@@ -4,7 +4,7 @@ use crate::overrides::{self, Override};
 use crate::schema::{ConfigFile, SECTIONS};
 use crate::vault::{Origin, Unlock};
 use crate::{Config, ConfigError, Result};
-use minibot_vault::Secrets;
+use minibot_vault::{Password, Secrets};
 use std::path::{Path, PathBuf};
 use toml::Value;
 
@@ -45,8 +45,9 @@ pub(crate) fn build(
     unlock: Unlock<'_>,
 ) -> Result<Config> {
     let checked = parse(file.text, &Origin { name: file.origin, base_dir: &file.base_dir, lookup }, overrides, unlock)
-        .and_then(|(typed, secrets)| {
-            let config = Config { file: typed, source: file.path, base_dir: file.base_dir.clone(), secrets };
+        .and_then(|(typed, (secrets, vault_password))| {
+            let config =
+                Config { file: typed, source: file.path, base_dir: file.base_dir.clone(), secrets, vault_password };
             crate::validate::check(&config, file.origin).map(|()| config)
         });
     checked.map_err(|err| overrides::blame(err, overrides))
@@ -59,7 +60,7 @@ pub(crate) fn parse(
     source: &Origin<'_>,
     overrides: &[Override],
     unlock: Unlock<'_>,
-) -> Result<(ConfigFile, Secrets)> {
+) -> Result<(ConfigFile, (Secrets, Option<Password>))> {
     let (origin, lookup) = (source.name, source.lookup);
     let file: toml::Table = toml::from_str(text)
         .map_err(|e| ConfigError::Syntax { path: origin.to_string(), message: e.to_string().trim_end().to_string() })?;

@@ -89,9 +89,10 @@ pub struct LlmEndpoint {
     pub connect_timeout: Duration,
     pub retry_attempts: u32,
     pub retry_delay: Duration,
-    /// The vault's secrets, so the client can keep their values out of what it sends and reports (the
-    /// endpoint's own key travels only in the `Authorization` header).
-    pub secrets: minibot_vault::Secrets,
+    /// [`Config::redactor`]: every configured credential, so the client can keep them out of the conversation it
+    /// sends and the provider text it reports (the endpoint's own key travels only in the `Authorization`
+    /// header).
+    pub redactor: minibot_vault::Redactor,
 }
 
 /// No key is configured for a provider that needs one. The message names the section whose `api_key` counts,
@@ -204,18 +205,6 @@ impl crate::ConfigFile {
 }
 
 impl Config {
-    /// What logs mask: the vault's values and every provider key (`[llm] api_key`, each `[providers.*]
-    /// api_key`, and the main endpoint's key, which may come from the environment). A key written in plain text
-    /// is as secret as one in the vault.
-    pub fn log_redactor(&self) -> minibot_vault::Redactor {
-        let main_key = self.main_llm().api_key;
-        let keys = std::iter::once(self.llm.api_key.as_str())
-            .chain(self.providers.values().map(|provider| provider.api_key.as_str()))
-            .chain(std::iter::once(main_key.as_str()))
-            .filter(|key| is_credential(key));
-        minibot_vault::Redactor::from_values(self.secrets.values().chain(keys))
-    }
-
     /// The main agent's endpoint. Validation already checked the provider name, so this cannot fail.
     pub fn main_llm(&self) -> LlmEndpoint {
         self.endpoint_for(&self.llm.provider)
@@ -330,14 +319,15 @@ impl Config {
             connect_timeout: secs(llm.sock_connect_timeout_seconds),
             retry_attempts: llm.retry_attempts,
             retry_delay: secs(llm.retry_delay_seconds),
-            secrets: self.secrets.clone(),
+            redactor: self.redactor(),
         }
     }
 }
 
-/// Whether a configured key is long enough to be a real credential and worth masking. Local servers take
-/// placeholders (`ollama`, `EMPTY`, `lm-studio`) that are ordinary words; masking them would garble logs and
-/// errors. Vault values are masked whatever their length.
+/// Whether a credential found in the config (not in the vault) is long enough to be a real one and worth
+/// masking. Local servers take placeholders (`ollama`, `EMPTY`, `lm-studio`) and RabbitMQ's default password is
+/// `guest`: ordinary words, and masking them would garble logs, errors and conversations. Vault values are
+/// masked from [`minibot_vault::Redactor::MIN_LEN`] characters.
 pub fn is_credential(value: &str) -> bool {
     value.chars().count() >= 12
 }
@@ -348,19 +338,6 @@ fn secs(value: f64) -> Duration {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn plain_text_provider_keys_are_masked_in_logs() {
-        let toml =
-            "[llm]\napi_key = \"sk-llm-key-11\"\n[providers.gw]\napi_format = \"openai\"\napi_key = \"sk-gw-key-22\"\n";
-        let config = crate::Config::from_toml(toml, "test.toml", std::env::temp_dir(), &|_| None).unwrap();
-        let line = config.log_redactor().redact("rejected sk-llm-key-11 and sk-gw-key-22").into_owned();
-        assert_eq!(line, "rejected *** and ***");
-        // A local server's placeholder key is a word, not a secret.
-        let local =
-            crate::Config::from_toml("[llm]\napi_key = \"ollama\"\n", "t.toml", std::env::temp_dir(), &|_| None);
-        assert_eq!(local.unwrap().log_redactor().redact("pull ollama models"), "pull ollama models");
-    }
-
     use super::is_loopback_url;
 
     #[test]

@@ -6,7 +6,7 @@
 use crate::expand::{self, Kind, WholeReference};
 use crate::schema::VaultSection;
 use crate::{ConfigError, Result, paths};
-use minibot_vault::{PasswordPrompt, PasswordSources, Secrets};
+use minibot_vault::{Password, PasswordPrompt, PasswordSources, Secrets};
 use std::path::Path;
 
 /// How loading gets the vault's secrets when `[vault] enabled = true`.
@@ -29,31 +29,32 @@ pub(crate) struct Origin<'a> {
 }
 
 /// Unlocks the vault as `unlock` says and expands `${secret:NAME}` in `table`; the references that were a
-/// whole value join `whole` for scalar coercion.
+/// whole value join `whole` for scalar coercion. Returns the secrets and, when this process unlocked the vault
+/// itself, the password (kept for masking only).
 pub(crate) fn expand_secrets(
     table: &mut toml::Table,
     whole: &mut Vec<WholeReference>,
     origin: &Origin<'_>,
     unlock: Unlock<'_>,
-) -> Result<Secrets> {
+) -> Result<(Secrets, Option<Password>)> {
     let file = origin.name.to_string();
     let vault = vault_section(table, whole, origin.name)?;
     if matches!(unlock, Unlock::Skip) {
-        return Ok(Secrets::default());
+        return Ok((Secrets::default(), None));
     }
     let references = expand::references(Kind::Secret, table);
     if !vault.enabled {
         return match references.into_iter().next() {
             Some((key, name)) => Err(ConfigError::SecretWithoutVault { file, key, name }),
-            None => Ok(Secrets::default()),
+            None => Ok((Secrets::default(), None)),
         };
     }
     let path = paths::resolve(origin.base_dir, &vault.path);
     // An unlock failure is reported at the first key that needed the vault, else at the switch that opened it.
     let at = references.first().map_or_else(|| "vault.enabled".to_string(), |(key, _)| key.clone());
-    let secrets = match unlock {
-        Unlock::Given(secrets) => secrets,
-        Unlock::Skip => Secrets::default(),
+    let (secrets, password) = match unlock {
+        Unlock::Given(secrets) => (secrets, None),
+        Unlock::Skip => (Secrets::default(), None),
         Unlock::Password(prompt) => {
             let sources = PasswordSources {
                 file: Some(&vault.password_file).filter(|f| !f.is_empty()).map(|f| paths::resolve(origin.base_dir, f)),
@@ -63,14 +64,14 @@ pub(crate) fn expand_secrets(
             };
             sources
                 .password(&path)
-                .and_then(|password| minibot_vault::read(&path, &password))
+                .and_then(|password| Ok((minibot_vault::read(&path, &password)?, Some(Password::new(password)))))
                 .map_err(|error| ConfigError::Vault { file: file.clone(), key: at, error })?
         }
     };
     let expansion = expand::expand_tree_of(Kind::Secret, table, &|name| secrets.get(name).map(String::from))
         .map_err(|unset| ConfigError::MissingSecret { file, key: unset.key, name: unset.var, vault: path })?;
     whole.extend(expansion.whole_references);
-    Ok(secrets)
+    Ok((secrets, password))
 }
 
 /// `[vault]` alone, typed, with the same coercion and messages as the whole file.

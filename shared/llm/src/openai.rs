@@ -21,10 +21,10 @@ pub struct OpenAiChat {
     timeout: Duration,
     /// Secret values never leave in a request body or come back in an error: a tool result or a message that
     /// carries one is masked before it is sent, and provider text quoted in an error is masked before it is cut.
-    /// Holds the vault's values and this endpoint's own credentials (a server may echo the key it rejects).
-    /// Masks provider text quoted in errors: the vault's values and this endpoint's credentials.
+    /// The config's whole set ([`minibot_config::Config::redactor`]): the vault's values and password and every
+    /// configured credential, this endpoint's own key included (a server may echo the key it rejects, and a model
+    /// may repeat a key that some tool printed).
     redactor: Redactor,
-    message_redactor: Redactor,
 }
 
 impl OpenAiChat {
@@ -51,10 +51,7 @@ impl OpenAiChat {
             api_key: endpoint.api_key.clone(),
             retry: RetryPolicy { attempts: endpoint.retry_attempts + 1, base: endpoint.retry_delay },
             timeout: endpoint.request_timeout,
-            redactor: Redactor::from_values(endpoint.secrets.values().chain(credentials(endpoint))),
-            // The conversation is masked with the vault's values only: a local server's placeholder key
-            // (`ollama`, `EMPTY`) is a word a user may well write.
-            message_redactor: Redactor::new(&endpoint.secrets),
+            redactor: endpoint.redactor.clone(),
         })
     }
 
@@ -94,7 +91,7 @@ impl ChatProvider for OpenAiChat {
     fn complete<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<ChatResponse>> {
         Box::pin(async move {
             let mut body = request_body(request);
-            redact_messages(&self.message_redactor, &mut body);
+            redact_messages(&self.redactor, &mut body);
             let body = body.to_string().into_bytes();
             let mut retry = 0;
             loop {
@@ -152,21 +149,6 @@ fn error_chain(error: &dyn std::error::Error) -> String {
         source = inner.source();
     }
     text
-}
-
-/// The endpoint's own credentials: its API key, and the values of headers that carry one (`[llm]
-/// extra_headers` or `[providers.*] headers` such as `x-api-key`), whole and without an auth scheme word
-/// (`Bearer sk-…` is echoed as `sk-…`).
-fn credentials(endpoint: &LlmEndpoint) -> impl Iterator<Item = &str> {
-    let headers = endpoint
-        .headers
-        .iter()
-        .filter(|(name, _)| {
-            let name = name.to_ascii_lowercase();
-            ["auth", "key", "token", "secret"].iter().any(|word| name.contains(word))
-        })
-        .flat_map(|(_, value)| [value.as_str(), value.rsplit(' ').next().unwrap_or_default()]);
-    std::iter::once(endpoint.api_key.as_str()).chain(headers).filter(|value| minibot_config::is_credential(value))
 }
 
 /// Provider text as an error quotes it: secrets masked, then cut. Masking comes first so a cut through a key

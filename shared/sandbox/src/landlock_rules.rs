@@ -11,8 +11,12 @@ use landlock::{
 };
 use std::path::{Path, PathBuf};
 
-/// Devices a command writes to as a matter of course.
-const WRITABLE_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts"];
+/// Of `/dev`, only these: a root command could otherwise read a disk (every hidden file with it) or the
+/// memory devices, and the user's terminals under /dev/pts. Read-write: devices a command writes to as a
+/// matter of course. `/dev/tty` opens nothing once the command has no controlling terminal.
+const WRITABLE_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];
+const READABLE_DEVICES: &[&str] = &["/dev/random", "/dev/urandom"];
+const DEV: &str = "/dev";
 
 /// The newest Landlock ABI this code was written and tested against; an older kernel gets what it offers of it
 /// (best effort), which the probe reports.
@@ -35,8 +39,9 @@ pub fn kernel_abi() -> u32 {
     u32::try_from(version).unwrap_or(0)
 }
 
-/// Restricts this process (and what it execs) as `policy` says. Sets `no_new_privs`.
-pub fn restrict(policy: &Policy) -> Result<(), SandboxError> {
+/// Restricts this process (and what it execs) as `policy` says. Sets `no_new_privs`. `private_pts`: the
+/// namespace's pid 1 mounted a devpts of its own, whose pseudo-terminals the command may use.
+pub fn restrict(policy: &Policy, private_pts: bool) -> Result<(), SandboxError> {
     if kernel_abi() == 0 {
         return Err(SandboxError::Landlock("not offered by this kernel".into()));
     }
@@ -59,10 +64,15 @@ pub fn restrict(policy: &Policy) -> Result<(), SandboxError> {
     for path in readable(&hidden) {
         created = add(created, &path, read)?;
     }
-    for device in WRITABLE_DEVICES {
-        if Path::new(device).exists() {
-            created = add(created, Path::new(device), read | AccessFs::from_write(abi))?;
-        }
+    for device in READABLE_DEVICES {
+        created = add(created, Path::new(device), read)?;
+    }
+    let mut writable: Vec<&str> = WRITABLE_DEVICES.to_vec();
+    if private_pts {
+        writable.extend([crate::namespaces::PTS, crate::namespaces::PTMX]);
+    }
+    for device in writable {
+        created = add(created, Path::new(device), read | AccessFs::from_write(abi))?;
     }
     for folder in &policy.read_write {
         created = add(created, folder, AccessFs::from_all(abi))?;
@@ -105,8 +115,10 @@ fn expand_hidden(policy: &Policy) -> Vec<PathBuf> {
     let sockets = SOCKET_FOLDERS.iter().map(PathBuf::from);
     let runtime_dir = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from);
     // Only those that exist: a hidden path makes every folder on its way enumerated, and /tmp can be large.
-    let extra: Vec<PathBuf> =
+    let mut extra: Vec<PathBuf> =
         if policy.network { Vec::new() } else { sockets.chain(runtime_dir).filter(|p| p.exists()).collect() };
+    // Left out whole; the devices a command needs are granted one by one.
+    extra.push(PathBuf::from(DEV));
     for path in policy.hidden.iter().chain(&extra) {
         for form in crate::policy::forms(path) {
             if !out.contains(&form) {

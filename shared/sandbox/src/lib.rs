@@ -2,13 +2,16 @@
 //! do ([`Policy`]), what this host can enforce ([`Capabilities`], found by [`probe`]), and the
 //! `minibot-sandbox` helper that runs one command inside it.
 //!
-//! The helper, not the assistant, is the command's parent: its environment holds only what the command gets
-//! anyway, so `/proc/$PPID/environ` shows nothing of value. It puts the command in new user, pid and mount
+//! The helper, not the assistant, is the command's parent. It starts with an empty environment and a fixed
+//! command line; the command's own (model-chosen) program, arguments, environment and folder come as a
+//! [`Request`] on its standard input and apply only to the final exec, inside the confinement. The command
+//! runs in a session of its own, with no controlling terminal. It puts the command in new user, pid and mount
 //! namespaces where the kernel allows them, so nothing the command starts outlives
 //! it; where it does not, the helper is a child subreaper that ends every descendant. The command itself runs
 //! under Landlock (read-only file system, read-write managed root and private temp folder, the assistant's
-//! config, vault, data and logs not readable at all) and a seccomp filter (no new namespaces, no mounts, no
-//! ptrace, no sockets but Unix ones when the network is off).
+//! config, vault, data and logs not readable at all, of `/dev` only the harmless devices) and a seccomp
+//! filter (no new namespaces, no mounts, no ptrace, no terminal input injection, no named or datagram Unix
+//! sockets at all, and no other sockets when the network is off).
 //!
 //! It also owns [`open_without_links`], with which a file a tool checked is opened again later without a link
 //! swapped onto its path taking the open elsewhere.
@@ -31,10 +34,13 @@ pub mod supervise;
 pub use locate::{Helper, helper, serve_if_asked};
 #[cfg(target_os = "linux")]
 pub use open::open_without_links;
-pub use policy::{Limits, Policy, SETUP_FAILED_EXIT, SETUP_FAILED_PREFIX};
+pub use policy::{Limits, MAX_REQUEST_BYTES, Policy, Request, SETUP_FAILED_EXIT, SETUP_FAILED_PREFIX, TempSpace};
+
+/// The helper's argument that makes it read a [`Request`] from standard input and run it.
+pub const RUN_ARG: &str = "--run";
 pub use probe::{Capabilities, probe};
 
-/// The helper's entry: `--probe`, or `<policy JSON> -- <program> [args…]`. Never returns.
+/// The helper's entry: `--probe`, or `--run` with a [`Request`] on standard input. Never returns.
 pub fn helper_main(args: Vec<std::ffi::OsString>) -> ! {
     #[cfg(target_os = "linux")]
     {
@@ -46,22 +52,31 @@ pub fn helper_main(args: Vec<std::ffi::OsString>) -> ! {
             }
             std::process::exit(0);
         }
-        let usage = || fail(&"usage: minibot-sandbox <policy JSON> -- <program> [args…]");
-        let (Some(policy), Some(separator)) = (args.first(), args.get(1)) else { usage() };
-        if separator != "--" {
-            usage();
+        if args.len() != 1 || args[0] != RUN_ARG {
+            fail(&"usage: minibot-sandbox --probe | minibot-sandbox --run (the request on standard input)");
         }
-        let policy: Policy = match serde_json::from_str(&policy.to_string_lossy()) {
-            Ok(policy) => policy,
-            Err(e) => fail(&format!("unreadable policy: {e}")),
+        // Read straight from descriptor 0, never through a buffer: what follows the request is the command's.
+        let mut stdin = std::mem::ManuallyDrop::new(unsafe_stdin());
+        let request = match Request::read_from(&mut *stdin) {
+            Ok(request) => request,
+            Err(e) => fail(&e),
         };
-        supervise::run(&policy, &args[2..])
+        supervise::run(&request)
     }
     #[cfg(not(target_os = "linux"))]
     {
         let _ = args;
         fail(&"the contain sandbox needs Linux")
     }
+}
+
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn unsafe_stdin() -> std::fs::File {
+    use std::os::fd::FromRawFd as _;
+    // SAFETY: descriptor 0 stays open for the helper's life; the File is never dropped (ManuallyDrop), so it
+    // is never closed twice.
+    unsafe { std::fs::File::from_raw_fd(0) }
 }
 
 /// The helper's own failure: one line after [`SETUP_FAILED_PREFIX`] and exit [`SETUP_FAILED_EXIT`].

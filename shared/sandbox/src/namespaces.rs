@@ -48,3 +48,37 @@ pub fn mount_proc() -> Result<(), SandboxError> {
     mount(Some("proc"), "/proc", Some("proc"), flags, None::<&str>)
         .map_err(|e| SandboxError::Namespaces(format!("cannot mount /proc: {e}")))
 }
+
+/// The command's `$TMPDIR` as a tmpfs of its own, capped: writing past the cap fails with "No space left on
+/// device" instead of filling the assistant's disk. Called by the namespace's pid 1.
+pub fn mount_temp(temp: &crate::TempSpace) -> Result<(), SandboxError> {
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+    let options = format!("size={},mode=0700", temp.bytes.max(4096));
+    mount(Some("tmpfs"), &temp.path, Some("tmpfs"), flags, Some(options.as_str()))
+        .map_err(|e| SandboxError::Namespaces(format!("cannot mount {}: {e}", temp.path.display())))
+}
+
+/// Whether the capped temp folder ran out of room (what is left is less than a write would need).
+// The block counts are u64 here but narrower on 32-bit targets.
+#[allow(clippy::useless_conversion)]
+pub fn is_full(path: &std::path::Path) -> bool {
+    let Ok(stat) = nix::sys::statvfs::statvfs(path) else { return false };
+    let block = stat.fragment_size().max(1);
+    let total = u64::from(stat.blocks()).saturating_mul(block);
+    let free = u64::from(stat.blocks_available()).saturating_mul(block);
+    free < (total / 64).clamp(block, 1024 * 1024)
+}
+
+/// A devpts of the namespace's own on /dev/pts, with its `ptmx` over /dev/ptmx: the command can open
+/// pseudo-terminals, but never the host's, where the user's terminal is (reading it steals keystrokes).
+/// Called by the namespace's pid 1.
+pub fn mount_private_pts() -> Result<(), SandboxError> {
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC;
+    mount(Some("devpts"), PTS, Some("devpts"), flags, Some("newinstance,ptmxmode=0666,mode=0620"))
+        .map_err(|e| SandboxError::Namespaces(format!("cannot mount {PTS}: {e}")))?;
+    mount(Some("/dev/pts/ptmx"), PTMX, None::<&str>, MsFlags::MS_BIND, None::<&str>)
+        .map_err(|e| SandboxError::Namespaces(format!("cannot bind {PTMX}: {e}")))
+}
+
+pub const PTS: &str = "/dev/pts";
+pub const PTMX: &str = "/dev/ptmx";

@@ -1,4 +1,7 @@
-//! What one command may do, as the tool decides it and the helper reads it (JSON in its arguments).
+//! What one command may do and what it is, as the tool decides it and the helper reads it: a [`Request`],
+//! length-prefixed JSON on the helper's standard input. Nothing of it is in the helper's arguments or
+//! environment: the helper starts with a fixed command line and an empty environment, so nothing the model
+//! chose (an `LD_PRELOAD` in `env`, say) reaches the dynamic loader before the confinement is in place.
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -22,13 +25,72 @@ pub struct Policy {
     /// allows them; when asked for and refused, the helper fails rather than run weaker.
     pub namespaces: bool,
     pub limits: Option<Limits>,
+    /// A private, size-capped temp folder: with namespaces, pid 1 mounts a tmpfs of `bytes` on `path` (one of
+    /// `read_write`), so the command cannot fill the disk through `$TMPDIR`.
+    #[serde(default)]
+    pub temp: Option<TempSpace>,
+}
+
+/// The command's `$TMPDIR` and how much it may hold.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TempSpace {
+    pub path: PathBuf,
+    pub bytes: u64,
+}
+
+/// Everything the helper needs for one call. The command's program, arguments, environment and working
+/// folder apply only to the final exec, inside the confinement.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Request {
+    pub policy: Policy,
+    /// The program (a path, or a name looked up on the `PATH` of `env`) and its arguments.
+    pub argv: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+}
+
+/// The largest request the helper reads (a command line and its environment).
+pub const MAX_REQUEST_BYTES: u32 = 16 * 1024 * 1024;
+
+impl Request {
+    /// The bytes to put first on the helper's standard input: the length (u32, little-endian), then JSON.
+    /// Whatever follows is the command's own standard input.
+    pub fn encode(&self) -> Result<Vec<u8>, String> {
+        let json = serde_json::to_vec(self).map_err(|e| format!("cannot write the sandbox request: {e}"))?;
+        let len = u32::try_from(json.len())
+            .ok()
+            .filter(|len| *len <= MAX_REQUEST_BYTES)
+            .ok_or_else(|| format!("the command and its environment are over {MAX_REQUEST_BYTES} bytes"))?;
+        let mut out = Vec::with_capacity(json.len() + 4);
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&json);
+        Ok(out)
+    }
+
+    /// Reads a request from `input`, byte-exact: nothing after it is consumed.
+    pub fn read_from(input: &mut impl std::io::Read) -> Result<Self, String> {
+        let mut len = [0u8; 4];
+        input.read_exact(&mut len).map_err(|e| format!("no request on standard input: {e}"))?;
+        let len = u32::from_le_bytes(len);
+        if len > MAX_REQUEST_BYTES {
+            return Err(format!("request of {len} bytes is over {MAX_REQUEST_BYTES}"));
+        }
+        let mut json = vec![0u8; len as usize];
+        input.read_exact(&mut json).map_err(|e| format!("truncated request: {e}"))?;
+        serde_json::from_slice(&json).map_err(|e| format!("unreadable request: {e}"))
+    }
 }
 
 /// `setrlimit` values; `None` leaves a limit as inherited.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Limits {
     pub cpu_seconds: Option<u64>,
+    /// Address space (`RLIMIT_AS`): MiniBot's `rlimit` mode.
     pub memory_bytes: Option<u64>,
+    /// Usable private memory (`RLIMIT_DATA`): what `contain` bounds by default, because it counts what a
+    /// program writes, not the address space it reserves (a JIT's or WebAssembly's guard regions).
+    #[serde(default)]
+    pub data_bytes: Option<u64>,
     pub fsize_bytes: Option<u64>,
     pub nproc: Option<u64>,
     pub nofile: Option<u64>,
@@ -41,9 +103,13 @@ impl Limits {
     pub fn apply(&self) -> Result<(), nix::Error> {
         use nix::sys::resource::{Resource, setrlimit};
         setrlimit(Resource::RLIMIT_CORE, 0, 0)?;
+        if let Some(seconds) = self.cpu_seconds {
+            // A hard limit above the soft one: the command gets SIGXCPU (which names the limit) before SIGKILL.
+            setrlimit(Resource::RLIMIT_CPU, seconds, seconds.saturating_add(2))?;
+        }
         let pairs = [
-            (Resource::RLIMIT_CPU, self.cpu_seconds),
             (Resource::RLIMIT_AS, self.memory_bytes),
+            (Resource::RLIMIT_DATA, self.data_bytes),
             (Resource::RLIMIT_FSIZE, self.fsize_bytes),
             (Resource::RLIMIT_NPROC, self.nproc),
             (Resource::RLIMIT_NOFILE, self.nofile),

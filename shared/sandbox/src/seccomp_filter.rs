@@ -1,8 +1,16 @@
 //! System calls the command never needs and a hostile one would use to get out: new namespaces (which would
 //! give it the rights to mount over its view), mounts, ptrace and reading other processes' memory, kernel
 //! keyrings and modules, BPF, io_uring (whose requests seccomp cannot see), file handles (a classic container
-//! escape). Without network, sockets other than Unix ones are refused as well. `clone3` answers ENOSYS: its
-//! flags sit in memory seccomp cannot read, and the C library then falls back to `clone`, whose flags it can.
+//! escape), the terminal ioctls that push input into a terminal (`TIOCSTI`, `TIOCLINUX`) or take the console.
+//!
+//! Sockets: Landlock cannot refuse `connect` to a named Unix socket on this code's kernels, and a named
+//! socket anywhere the command can read (the user's tmux server, `docker.sock`, D-Bus, an SSH agent) leads
+//! out of the sandbox; seccomp cannot read the address a call names. So no Unix socket is made with
+//! `socket` at all, with network on or off, and `socketpair` makes no datagram pair (whose `sendto` could name
+//! an address). Stream and seqpacket pairs (pipes between a program's own processes) still work. With network
+//! on, only IPv4, IPv6 and netlink (the C library's address lookup) sockets are allowed; without it, none.
+//! `clone3` answers ENOSYS: its flags sit in memory seccomp cannot read, and the C library then falls back to
+//! `clone`, whose flags it can.
 
 use crate::SandboxError;
 use seccompiler::{
@@ -76,6 +84,19 @@ fn condition(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, 
     SeccompCondition::new(arg, SeccompCmpArgLen::Qword, op, value).map_err(|e| SandboxError::Seccomp(e.to_string()))
 }
 
+/// A condition on an `int` argument: the kernel reads only its low 32 bits, so the upper ones must not let a
+/// value slip past a 64-bit comparison.
+fn int_condition(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, SandboxError> {
+    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value).map_err(|e| SandboxError::Seccomp(e.to_string()))
+}
+
+/// Terminal ioctls refused: push a character into a terminal's input (`TIOCSTI`), the console's selection and
+/// paste (`TIOCLINUX`), redirect the console (`TIOCCONS`).
+const TERMINAL_IOCTLS: &[u64] = &[0x5412, 0x541C, 0x541D];
+
+/// Socket families allowed with network on.
+const NETWORK_FAMILIES: &[i32] = &[libc::AF_INET, libc::AF_INET6, libc::AF_NETLINK];
+
 fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, SandboxError> {
     SeccompRule::new(conditions).map_err(|e| SandboxError::Seccomp(e.to_string()))
 }
@@ -91,14 +112,30 @@ fn programs(network: bool) -> Result<Vec<BpfProgram>, SandboxError> {
         })
         .collect::<Result<Vec<_>, _>>()?;
     denied.insert(libc::SYS_clone, clone_rules);
+    let ioctls = TERMINAL_IOCTLS
+        .iter()
+        .map(|request| rule(vec![int_condition(1, SeccompCmpOp::Eq, *request)?]))
+        .collect::<Result<Vec<_>, _>>()?;
+    denied.insert(libc::SYS_ioctl, ioctls);
     let mut out = vec![compile(denied, SeccompAction::Errno(libc::EPERM.unsigned_abs()))?];
     let clone3 = BTreeMap::from([(libc::SYS_clone3, Vec::new())]);
     out.push(compile(clone3, SeccompAction::Errno(libc::ENOSYS.unsigned_abs()))?);
-    if !network {
-        let unix = u64::from(libc::AF_UNIX.unsigned_abs());
-        let sockets = BTreeMap::from([(libc::SYS_socket, vec![rule(vec![condition(0, SeccompCmpOp::Ne, unix)?])?])]);
-        out.push(compile(sockets, SeccompAction::Errno(libc::EACCES.unsigned_abs()))?);
-    }
+    let families: &[i32] = if network { NETWORK_FAMILIES } else { &[] };
+    let socket_rule = if families.is_empty() {
+        Vec::new()
+    } else {
+        // Refused when the family is none of the allowed ones.
+        let conditions = families
+            .iter()
+            .map(|family| int_condition(0, SeccompCmpOp::Ne, u64::from(family.unsigned_abs())))
+            .collect::<Result<Vec<_>, _>>()?;
+        vec![rule(conditions)?]
+    };
+    let dgram = u64::from(libc::SOCK_DGRAM.unsigned_abs());
+    // The type carries SOCK_NONBLOCK and SOCK_CLOEXEC in its upper bits; the low four are the type.
+    let pair_rule = rule(vec![int_condition(1, SeccompCmpOp::MaskedEq(0xf), dgram)?])?;
+    let sockets = BTreeMap::from([(libc::SYS_socket, socket_rule), (libc::SYS_socketpair, vec![pair_rule])]);
+    out.push(compile(sockets, SeccompAction::Errno(libc::EACCES.unsigned_abs()))?);
     Ok(out)
 }
 
@@ -141,7 +178,7 @@ mod tests {
 
     #[test]
     fn the_filters_compile_for_this_machine() {
-        assert_eq!(programs(true).unwrap().len(), 2);
+        assert_eq!(programs(true).unwrap().len(), 3);
         assert_eq!(programs(false).unwrap().len(), 3);
     }
 }

@@ -6,15 +6,14 @@
 //! children, and it kills them until none is left. A SIGTERM, SIGINT or SIGHUP to the helper (the tool's
 //! timeout) ends the command and everything it started the same way.
 
-use crate::{Capabilities, Policy, SETUP_FAILED_EXIT, SETUP_FAILED_PREFIX, SandboxError, fail};
+use crate::{Capabilities, Policy, Request, SETUP_FAILED_EXIT, SETUP_FAILED_PREFIX, SandboxError, fail};
 use crate::{landlock_rules, namespaces, seccomp_filter};
 use nix::sys::prctl;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{ForkResult, Pid, fork};
-use std::ffi::{CString, OsString};
+use std::ffi::CString;
 use std::io::{Read, Write};
-use std::os::unix::ffi::OsStrExt;
 
 /// How the command ended.
 #[derive(Debug, Clone, Copy)]
@@ -58,11 +57,19 @@ fn stop_signals() -> SigSet {
     set
 }
 
-/// Runs `argv` under `policy` and exits the way the command did.
-pub fn run(policy: &Policy, argv: &[OsString]) -> ! {
-    if argv.is_empty() {
+/// The line pid 1 writes on the command's stderr when the command filled its capped temp folder.
+pub const TEMP_FULL_LINE: &str = "temp folder full";
+
+/// Runs the request's command under its policy and exits the way the command did.
+pub fn run(request: &Request) -> ! {
+    let policy = &request.policy;
+    if request.argv.is_empty() {
         fail(&"no command given");
     }
+    let command = match Command::of(request) {
+        Ok(command) => command,
+        Err(e) => fail(&e),
+    };
     if let Some((hidden, folder)) = policy.conflict() {
         fail(&format!("{} must stay unreadable but lies inside writable {}", hidden.display(), folder.display()));
     }
@@ -93,10 +100,10 @@ pub fn run(policy: &Policy, argv: &[OsString]) -> ! {
             drop(report_read);
             let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&old_mask), None);
             if policy.namespaces {
-                be_pid_one(policy, argv, std::fs::File::from(report_write));
+                be_pid_one(policy, &command, std::fs::File::from(report_write));
             }
             drop(report_write);
-            exec_command(policy, argv);
+            exec_command(policy, &command, false);
         }
         ForkResult::Parent { child } => child,
     };
@@ -197,26 +204,38 @@ fn exit_like(ending: Ending) -> ! {
     }
 }
 
-/// The pid namespace's first process: mounts its /proc, starts the command, reaps whatever is orphaned to it,
-/// and reports how the command ended. Its exit ends the namespace.
-fn be_pid_one(policy: &Policy, argv: &[OsString], mut report: std::fs::File) -> ! {
+/// The pid namespace's first process: in a session of its own (no controlling terminal for anything in the
+/// namespace), mounts its /proc, a private /dev/shm, the capped temp folder and a private devpts, starts the
+/// command, reaps whatever is orphaned to it, and reports how the command ended. Its exit ends the namespace.
+fn be_pid_one(policy: &Policy, command: &Command, mut report: std::fs::File) -> ! {
     if let Err(e) = prctl::set_pdeathsig(Signal::SIGKILL) {
         fail(&format!("cannot tie the sandbox to the assistant: {e}"));
     }
-    if let Err(e) = namespaces::mount_proc().and_then(|()| namespaces::mount_private_shm()) {
+    if let Err(e) = nix::unistd::setsid() {
+        fail(&format!("cannot leave the terminal's session: {e}"));
+    }
+    let mounted = namespaces::mount_proc()
+        .and_then(|()| namespaces::mount_private_shm())
+        .and_then(|()| policy.temp.as_ref().map_or(Ok(()), namespaces::mount_temp));
+    if let Err(e) = mounted {
         fail(&e);
     }
-    let command = match fork_now() {
+    // A host that refuses a devpts of the namespace's own gets no terminal devices at all (see landlock_rules).
+    let private_pts = namespaces::mount_private_pts().is_ok();
+    let child = match fork_now() {
         ForkResult::Child => {
             drop(report);
-            exec_command(policy, argv)
+            exec_command(policy, command, private_pts)
         }
         ForkResult::Parent { child } => child,
     };
     loop {
         match waitpid(None, None) {
-            Ok(status) if status.pid() == Some(command) => {
+            Ok(status) if status.pid() == Some(child) => {
                 if let Some(ending) = Ending::of(status) {
+                    if policy.temp.as_ref().is_some_and(|temp| namespaces::is_full(&temp.path)) {
+                        let _ = writeln!(std::io::stderr(), "{SETUP_FAILED_PREFIX}{TEMP_FULL_LINE}");
+                    }
                     let _ = report.write_all(&ending.encode());
                     std::process::exit(0);
                 }
@@ -227,32 +246,81 @@ fn be_pid_one(policy: &Policy, argv: &[OsString], mut report: std::fs::File) -> 
     }
 }
 
-fn exec_command(policy: &Policy, argv: &[OsString]) -> ! {
+/// The command as it will be exec'd, made ready before anything is confined.
+struct Command {
+    /// The program paths to try, in order (one for a path; each `PATH` folder for a bare name).
+    candidates: Vec<CString>,
+    shown: String,
+    args: Vec<CString>,
+    env: Vec<CString>,
+    cwd: CString,
+}
+
+impl Command {
+    fn of(request: &Request) -> Result<Self, String> {
+        let c = |text: &[u8], what: &str| CString::new(text).map_err(|_| format!("{what} contains a NUL byte"));
+        let args = request.argv.iter().map(|a| c(a.as_bytes(), "an argument")).collect::<Result<Vec<_>, _>>()?;
+        let mut env = Vec::with_capacity(request.env.len());
+        for (name, value) in &request.env {
+            if name.is_empty() || name.contains('=') {
+                return Err(format!("bad environment variable name `{name}`"));
+            }
+            env.push(c(format!("{name}={value}").as_bytes(), "the environment")?);
+        }
+        let program = &request.argv[0];
+        let candidates = if program.contains('/') {
+            vec![c(program.as_bytes(), "the program")?]
+        } else {
+            // The command's PATH, not the helper's (it has none): execvp would look at the helper's.
+            let path = request.env.iter().rev().find(|(k, _)| k == "PATH").map_or(DEFAULT_PATH, |(_, v)| v.as_str());
+            path.split(':')
+                .map(|dir| if dir.is_empty() { "." } else { dir })
+                .map(|dir| c(format!("{dir}/{program}").as_bytes(), "the program"))
+                .collect::<Result<Vec<_>, _>>()?
+        };
+        use std::os::unix::ffi::OsStrExt as _;
+        let cwd = c(request.cwd.as_os_str().as_bytes(), "the working folder")?;
+        Ok(Self { candidates, shown: program.clone(), args, env, cwd })
+    }
+}
+
+const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+fn exec_command(policy: &Policy, command: &Command, private_pts: bool) -> ! {
     // Without a pid namespace the helper's death must still end the command (its orphans stay the helper's
     // problem only while it lives).
     if !policy.namespaces {
         let _ = prctl::set_pdeathsig(Signal::SIGKILL);
+        // No controlling terminal: nothing the command starts can push keystrokes into the user's terminal.
+        if let Err(e) = nix::unistd::setsid() {
+            fail(&format!("cannot leave the terminal's session: {e}"));
+        }
     }
     close_inherited_descriptors();
-    if let Err(e) = confine(policy) {
+    if !command.cwd.as_bytes().is_empty()
+        && let Err(e) = nix::unistd::chdir(command.cwd.as_c_str())
+    {
+        fail(&format!("cannot enter the working folder {}: {e}", command.cwd.to_string_lossy()));
+    }
+    if let Err(e) = confine(policy, private_pts) {
         fail(&e);
     }
-    let args: Vec<CString> = match argv.iter().map(|a| CString::new(a.as_bytes())).collect() {
-        Ok(args) => args,
-        Err(_) => fail(&"an argument contains a NUL byte"),
-    };
-    let error = match nix::unistd::execvp(&args[0], &args) {
-        Err(error) => error,
-        Ok(never) => match never {},
-    };
-    let _ = writeln!(std::io::stderr(), "{SETUP_FAILED_PREFIX}cannot run `{}`: {error}", argv[0].to_string_lossy());
+    let mut error = nix::errno::Errno::ENOENT;
+    for candidate in &command.candidates {
+        match nix::unistd::execve(candidate, &command.args, &command.env) {
+            Err(nix::errno::Errno::ENOENT | nix::errno::Errno::ENOTDIR) => {}
+            Err(e) => error = e,
+            Ok(never) => match never {},
+        }
+    }
+    let _ = writeln!(std::io::stderr(), "{SETUP_FAILED_PREFIX}cannot run `{}`: {error}", command.shown);
     std::process::exit(127)
 }
 
-fn confine(policy: &Policy) -> Result<(), SandboxError> {
+fn confine(policy: &Policy, private_pts: bool) -> Result<(), SandboxError> {
     set_limits(policy)?;
     drop_ptrace_capability();
-    landlock_rules::restrict(policy)?;
+    landlock_rules::restrict(policy, private_pts)?;
     seccomp_filter::install(policy.network)
 }
 

@@ -135,6 +135,7 @@ fn bash_round_trip(runtime: &tokio::runtime::Runtime, mode: SandboxMode) {
         read_write: vec![home.path().join("files")],
         hidden: vec![home.path().join("config.toml"), home.path().join("data")],
         temp_root: home.path().join("data/sandbox-tmp"),
+        writable_guarded: Vec::new(),
     };
     let section = minibot_config::BashSection { enabled: true, sandbox_mode: mode, ..Default::default() };
     let bash = dyn_tool(Bash::new(&section, scope, None));

@@ -6,7 +6,8 @@
 //! - [`read`] / [`write`] open and save a vault file (written atomically, mode 0600);
 //! - [`parse_plaintext`] / [`format_plaintext`] are the decrypted `name: value` lines (what `vault edit` shows,
 //!   and what a local worker receives from its parent on stdin);
-//! - [`hand_over`] / [`receive`] pass unlocked secrets to a child process through its stdin;
+//! - [`hand_over`] / [`receive`] pass unlocked secrets (and the password, to mask) to a child process through
+//!   its stdin;
 //! - [`is_valid_name`] is the rule for secret names.
 
 mod envelope;
@@ -21,12 +22,12 @@ mod secrets;
 
 pub use error::VaultError;
 pub use file::{read, write};
-pub use handover::{hand_over, receive};
+pub use handover::{Handover, hand_over, receive};
 pub use name::is_valid_name;
 pub use password::{NoPrompt, PasswordPrompt, PasswordSources, TtyPrompt};
 pub use plaintext::{PlaintextError, format_plaintext, parse_plaintext};
 pub use redact::{RedactingWriter, Redactor};
-pub use secrets::Secrets;
+pub use secrets::{Password, Secrets};
 pub use zeroize::{Zeroize, Zeroizing};
 
 /// The environment variable that holds the vault password (the second password source).

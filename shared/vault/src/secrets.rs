@@ -1,6 +1,6 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use zeroize::Zeroize;
+use zeroize::{Zeroize, Zeroizing};
 
 /// The secrets of an unlocked vault, by name. Cheap to clone; the values are overwritten with zeros when the
 /// last clone goes. Its `Debug` shows names only, so a config printed for debugging never shows a value.
@@ -62,6 +62,27 @@ impl std::fmt::Debug for Secrets {
     }
 }
 
+/// The vault password, kept after unlocking only so that it can be masked like the secrets it opens. Cheap to
+/// clone; overwritten with zeros when the last clone goes; its `Debug` never shows it.
+#[derive(Clone)]
+pub struct Password(Arc<Zeroizing<String>>);
+
+impl Password {
+    pub fn new(password: Zeroizing<String>) -> Self {
+        Self(Arc::new(password))
+    }
+
+    pub fn expose(&self) -> &str {
+        self.0.as_str()
+    }
+}
+
+impl std::fmt::Debug for Password {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Password(***)")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,5 +92,7 @@ mod tests {
         let secrets = Secrets::new(BTreeMap::from([("KEY".to_string(), "sk-hidden".to_string())]));
         let shown = format!("{secrets:?}");
         assert!(shown.contains("KEY") && !shown.contains("sk-hidden"), "{shown}");
+        let password = Password::new(Zeroizing::new("vault-pw-hidden".into()));
+        assert_eq!(format!("{password:?}"), "Password(***)");
     }
 }

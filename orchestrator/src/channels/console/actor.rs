@@ -232,7 +232,9 @@ impl Handler<AskApproval> for Console {
         }
         let Some(questions) = &self.approvals.questions else {
             let why = approvals::cannot_ask(request);
-            self.screen.notice(&format!("  · {} denied: {why}", request.tool));
+            // A call asked about for its own sake (a guarded file) says what it would have changed.
+            let asked_because = request.reason.as_deref().map(|r| format!("\n    why: {r}")).unwrap_or_default();
+            self.screen.notice(&format!("  · {} denied: {why}{asked_because}", request.tool));
             return Answer::Now(ApprovalDecision::Unavailable(why));
         };
         self.screen.answer(&approvals::question_text(request));

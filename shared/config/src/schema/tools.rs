@@ -63,8 +63,10 @@ section! {
         pub spill_subdir: String = "http_responses/tmp".into(),
         /// minibot-rs only (MiniBot does no address filtering): refuse requests whose destination, after DNS
         /// resolution and at every redirect hop, is loopback, private, link-local (cloud metadata), CGNAT,
-        /// unspecified, multicast or broadcast. Off by default, as MiniBot behaves.
-        pub deny_private_networks: bool = false,
+        /// unspecified, multicast or broadcast. On by default, unlike MiniBot: a fetched page can tell the model
+        /// to fetch `http://127.0.0.1:…`, and the user's local services must not answer it unless the user says
+        /// so with `false`.
+        pub deny_private_networks: bool = true,
     }
 }
 
@@ -127,6 +129,8 @@ section! {
         pub pass_parent_env: bool = false,
         pub env_allowlist: Vec<String> = super::llm::default_env_allowlist(),
         pub rlimit: RlimitSection = RlimitSection::default(),
+        /// minibot-rs, `contain` mode: what one call may use.
+        pub limits: ContainLimitsSection = ContainLimitsSection::default(),
         pub cgroup: CgroupSection = CgroupSection::default(),
         pub jail: JailSection = JailSection::default(),
     }
@@ -140,6 +144,26 @@ section! {
         pub fsize_mb: Option<u64> = Some(16),
         pub nproc: Option<u64> = Some(64),
         pub nofile: Option<u64> = Some(256),
+    }
+}
+
+section! {
+    /// minibot-rs: the bounds of one `contain` call, on by default and chosen so that ordinary data work
+    /// (pandas on a 100 MB CSV) runs. A key set to nothing (`0`) lifts that bound.
+    pub struct ContainLimitsSection {
+        /// Usable private memory of each process (`RLIMIT_DATA`), MiB.
+        pub memory_mb: u64 = 4096,
+        /// Processes and threads of the call (`RLIMIT_NPROC`; without namespaces the kernel counts all of the
+        /// user's processes).
+        pub processes: u64 = 256,
+        /// CPU time of each process (`RLIMIT_CPU`), seconds.
+        pub cpu_seconds: u64 = 600,
+        /// Largest file a process may write (`RLIMIT_FSIZE`), MiB.
+        pub file_size_mb: u64 = 2048,
+        /// What `$TMPDIR` may hold (a tmpfs of the call's own; needs namespaces), MiB.
+        pub temp_mb: u64 = 1024,
+        /// Open files of each process (`RLIMIT_NOFILE`).
+        pub open_files: u64 = 1024,
     }
 }
 
@@ -176,6 +200,8 @@ section! {
         /// minibot-rs, `contain` mode: whether the command may open network sockets.
         pub allow_network: bool = false,
         pub rlimit: RlimitSection = RlimitSection::default(),
+        /// minibot-rs, `contain` mode: what one call may use.
+        pub limits: ContainLimitsSection = ContainLimitsSection::default(),
         pub cgroup: CgroupSection = CgroupSection::default(),
         pub jail: JailSection = JailSection::default(),
     }

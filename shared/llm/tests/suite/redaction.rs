@@ -116,3 +116,39 @@ async fn a_placeholder_key_is_not_masked_in_what_the_user_says_and_an_escaped_ke
     assert!(!text.contains("slashes-0123456789"), "the escaped key came back: {text}");
     assert!(text.contains("bad key ***"), "{text}");
 }
+
+#[tokio::test]
+async fn a_key_from_a_variable_is_masked_wherever_the_conversation_repeats_it() {
+    // The key reaches the config through `${VAR}`, not the vault: the model echoes it in a call's arguments, a
+    // tool prints it, the user pastes it. None of it may travel in the body; the header still carries it.
+    const ENV_KEY: &str = "sk-from-the-environment-31337";
+    let llm = ScriptedLlm::start(vec![Script::containing("my key", vec![Reply::text("ok"), Reply::text("ok")])]).await;
+    let toml = format!(
+        "[llm]\nbase_url = \"{}\"\napi_key = \"${{PROVIDER_KEY}}\"\nmodel = \"m\"\nretry_attempts = 0\n",
+        llm.base_url()
+    );
+    let lookup = |name: &str| (name == "PROVIDER_KEY").then(|| ENV_KEY.to_string());
+    let config = Config::from_toml(&toml, "test.toml", std::env::temp_dir(), &lookup).unwrap();
+    let client = OpenAiChat::new(&config.main_llm()).unwrap();
+    let call = minibot_llm::ToolCall {
+        id: "1".into(),
+        name: "bash".into(),
+        arguments: format!("{{\"command\":\"curl -H 'Authorization: Bearer {ENV_KEY}' …\"}}"),
+    };
+    let request = ChatRequest {
+        model: "m".into(),
+        messages: vec![
+            Message::User(format!("my key is {ENV_KEY}")),
+            Message::Assistant { content: Some(format!("I will use {ENV_KEY}")), tool_calls: vec![call] },
+            Message::Tool { call_id: "1".into(), name: "bash".into(), content: format!("OPENAI_API_KEY={ENV_KEY}\n") },
+        ],
+        ..ChatRequest::default()
+    };
+    client.complete(&request).await.unwrap();
+    let body = llm.requests()[0].to_string();
+    assert!(!body.contains(ENV_KEY), "the key travelled in the body: {body}");
+    for masked in ["my key is ***", "I will use ***", "Bearer ***", "OPENAI_API_KEY=***"] {
+        assert!(body.contains(masked), "{masked}: {body}");
+    }
+    assert_eq!(llm.authorizations(), [format!("Bearer {ENV_KEY}")]);
+}

@@ -59,7 +59,7 @@ pub struct ApplyPatch {
     workspace: ManagedRoot,
     options: Options,
     max_patch_bytes: u64,
-    /// The config and vault files: a patch that touches one asks the user first.
+    /// What the assistant runs or trusts: a patch that touches any of it asks the user first.
     protected: ProtectedPaths,
 }
 

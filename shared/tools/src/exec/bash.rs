@@ -1,5 +1,5 @@
 use super::runner::{self, RunSpec};
-use super::sandbox::{self, SandboxScope, SandboxSettings};
+use super::sandbox::{self, Launch, SandboxScope, SandboxSettings};
 use super::{clamp_timeout, run_error};
 use crate::files::{ManagedRoot, sha8, write_spill};
 use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
@@ -79,28 +79,34 @@ impl Tool for Bash {
         }
         let timeout =
             clamp_timeout(args.timeout_seconds, self.config.default_timeout_seconds, self.config.max_timeout_seconds)?;
-        let cwd = resolve_cwd(args.cwd.as_deref())?;
+        let applied = sandbox::plan(&self.sandbox, &self.scope)
+            .await
+            .map_err(|e| ToolError::respond("sandbox_unavailable", e.to_string()))?;
+        // A contained command cannot write the process's own folder; it starts where it can (the managed root).
+        let contained_home = applied.contain.as_ref().and(self.scope.read_write.first());
+        let cwd = resolve_cwd(args.cwd.as_deref(), contained_home)?;
         let extra: Vec<(String, String)> = args.env.unwrap_or_default().into_iter().collect();
         if extra.iter().any(|(k, v)| k.is_empty() || k.contains(['=', '\0']) || v.contains('\0')) {
             return Err(ToolError::invalid_arguments("env names must be non-empty without `=` or NUL"));
         }
         let flag = if self.config.pass_parent_env { "-lc" } else { "-c" };
-        let applied = sandbox::plan(&self.sandbox, &self.scope)
-            .await
-            .map_err(|e| ToolError::respond("sandbox_unavailable", e.to_string()))?;
         let temp = sandbox::private_temp(&applied, "bash-")
             .map_err(|e| ToolError::respond("process_start_failed", format!("cannot make a temp folder: {e}")))?;
-        let wrapped = applied
-            .wrap("/bin/bash".into(), vec![flag.into(), args.command.clone()], temp.path(), &[])
-            .map_err(|e| ToolError::respond("sandbox_failed", e))?;
-        let extra: Vec<(String, String)> = wrapped.env.into_iter().chain(extra).collect();
         let env = runner::build_env(self.config.pass_parent_env, &self.config.env_allowlist, &extra);
-        let output = runner::run(RunSpec {
-            program: wrapped.program,
-            args: wrapped.args,
-            cwd: cwd.clone(),
+        let command = Launch {
+            program: "/bin/bash".into(),
+            args: vec![flag.into(), args.command.clone()],
             env,
+            cwd: cwd.clone(),
             stdin: None,
+        };
+        let launch = applied.wrap(command, temp.path(), &[]).map_err(|e| ToolError::respond("sandbox_failed", e))?;
+        let output = runner::run(RunSpec {
+            program: launch.program,
+            args: launch.args,
+            cwd: launch.cwd,
+            env: launch.env,
+            stdin: launch.stdin,
             timeout,
             max_output_bytes: self.config.max_output_bytes.bytes() as usize,
             rlimits: applied.rlimits.clone(),
@@ -115,6 +121,7 @@ impl Tool for Bash {
 
         let mut out = Map::new();
         out.insert("ok".into(), json!(output.success()));
+        applied.report_limit(&output, &mut out);
         out.insert("exit_code".into(), json!(output.exit_code));
         if let Some(signal) = output.signal {
             out.insert("signal".into(), json!(signal));
@@ -163,8 +170,12 @@ impl Tool for Bash {
     }
 }
 
-fn resolve_cwd(written: Option<&str>) -> Result<PathBuf, ToolError> {
+/// The folder the model named, else `home` (the managed root of a contained call), else the process's own.
+fn resolve_cwd(written: Option<&str>, home: Option<&PathBuf>) -> Result<PathBuf, ToolError> {
     let Some(written) = written.filter(|w| !w.trim().is_empty()) else {
+        if let Some(home) = home.filter(|h| h.is_dir()) {
+            return Ok(home.clone());
+        }
         return std::env::current_dir()
             .map_err(|e| ToolError::respond("invalid_cwd", format!("cannot read the current folder: {e}")));
     };

@@ -3,6 +3,7 @@
 
 mod artifacts;
 mod bash;
+pub mod limits;
 mod python_environment_info;
 mod python_execute;
 pub mod runner;

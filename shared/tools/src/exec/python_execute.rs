@@ -1,6 +1,6 @@
 use super::artifacts::ArtifactPlan;
 use super::runner::{self, RunSpec};
-use super::sandbox::{self, SandboxScope, SandboxSettings, find_program};
+use super::sandbox::{self, Launch, SandboxScope, SandboxSettings, find_program};
 use super::{clamp_timeout, run_error};
 use crate::files::ManagedRoot;
 use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
@@ -65,17 +65,22 @@ impl PythonRuntime {
         let temp = sandbox::private_temp(&applied, "python-tmp-").map_err(cannot)?;
         let mut argv = vec!["-u".to_string(), "-B".into(), "-I".into()];
         argv.extend(args);
-        let wrapped = applied
-            .wrap(self.python.clone(), argv, temp.path(), &[dir.path()])
-            .map_err(|e| ToolError::respond("sandbox_failed", e))?;
-        let mut extra = vec![("PYTHONUNBUFFERED".to_string(), "1".to_string())];
-        extra.extend(wrapped.env);
-        let output = runner::run(RunSpec {
-            program: wrapped.program,
-            args: wrapped.args,
-            cwd: dir.path().to_path_buf(),
+        let extra = vec![("PYTHONUNBUFFERED".to_string(), "1".to_string())];
+        let command = Launch {
+            program: self.python.clone(),
+            args: argv,
             env: runner::build_env(self.config.pass_parent_env, &self.config.env_allowlist, &extra),
+            cwd: dir.path().to_path_buf(),
             stdin,
+        };
+        let launch =
+            applied.wrap(command, temp.path(), &[dir.path()]).map_err(|e| ToolError::respond("sandbox_failed", e))?;
+        let output = runner::run(RunSpec {
+            program: launch.program,
+            args: launch.args,
+            cwd: launch.cwd,
+            env: launch.env,
+            stdin: launch.stdin,
             timeout,
             max_output_bytes: self.config.max_output_bytes.bytes() as usize,
             rlimits: applied.rlimits.clone(),
@@ -212,6 +217,7 @@ impl Tool for PythonExecute {
             .await?;
         let mut out = Map::new();
         out.insert("ok".into(), json!(output.success()));
+        applied.report_limit(&output, &mut out);
         out.insert("exit_code".into(), json!(output.exit_code));
         out.insert("stdout".into(), json!(output.stdout));
         out.insert("stderr".into(), json!(output.stderr));

@@ -95,7 +95,9 @@ pub async fn run(spec: RunSpec) -> Result<RunOutput, RunError> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
-        .kill_on_drop(true);
+        // A helper dropped mid-call is asked to stop (GroupGuard) rather than killed at once: only it can end
+        // the command's processes, which live in a session of their own.
+        .kill_on_drop(!spec.graceful_stop);
     if let Some(limits) = &spec.rlimits {
         apply_rlimits(&mut command, limits.clone());
     }
@@ -103,7 +105,7 @@ pub async fn run(spec: RunSpec) -> Result<RunOutput, RunError> {
     let pgid = child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw);
     // If the caller stops waiting (the turn timed out and this future is dropped), kill_on_drop would reach
     // only the direct child; the guard takes the rest of the group with it.
-    let _guard = GroupGuard(pgid);
+    let mut guard = GroupGuard { pgid, graceful: spec.graceful_stop };
 
     if let (Some(input), Some(mut stdin)) = (spec.stdin, child.stdin.take()) {
         // Written from a task: a child that never reads stdin must not block the call.
@@ -136,6 +138,7 @@ pub async fn run(spec: RunSpec) -> Result<RunOutput, RunError> {
         Some(status) => status,
         None => child.wait().await.map_err(RunError::Wait)?,
     };
+    guard.pgid = None;
     let (stdout, stdout_over) = collect(stdout).await;
     let (stderr, stderr_over) = collect(stderr).await;
     let (stdout, stderr, cut) = fit(stdout, stderr, cap);
@@ -152,13 +155,25 @@ pub async fn run(spec: RunSpec) -> Result<RunOutput, RunError> {
     })
 }
 
-struct GroupGuard(Option<Pid>);
+struct GroupGuard {
+    pgid: Option<Pid>,
+    /// SIGTERM first, SIGKILL after [`STOP_GRACE`]: the sandbox helper ends what the command started.
+    graceful: bool,
+}
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
-        if let Some(pgid) = self.0 {
+        let Some(pgid) = self.pgid else { return };
+        if !self.graceful {
             let _ = killpg(pgid, Signal::SIGKILL);
+            return;
         }
+        let _ = killpg(pgid, Signal::SIGTERM);
+        // Not from the runtime: this runs while a future is dropped, perhaps as the runtime shuts down.
+        let _ = std::thread::Builder::new().name("sandbox-stop".into()).spawn(move || {
+            std::thread::sleep(STOP_GRACE);
+            let _ = killpg(pgid, Signal::SIGKILL);
+        });
     }
 }
 

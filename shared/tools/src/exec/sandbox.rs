@@ -10,8 +10,8 @@
 
 use super::runner::Rlimits;
 use crate::files::ManagedRoot;
-use minibot_config::{CgroupSection, Config, JailSection, RlimitSection, SandboxMode};
-use minibot_sandbox::{Capabilities, Policy};
+use minibot_config::{CgroupSection, Config, ContainLimitsSection, JailSection, RlimitSection, SandboxMode};
+use minibot_sandbox::{Capabilities, Policy, Request, TempSpace};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -24,6 +24,7 @@ pub struct SandboxSettings {
     pub mode: SandboxMode,
     pub allow_network: bool,
     pub rlimit: RlimitSection,
+    pub limits: ContainLimitsSection,
     pub cgroup: CgroupSection,
     pub jail: JailSection,
 }
@@ -39,6 +40,10 @@ pub struct SandboxScope {
     /// own): next to the conversation database, a folder that is writable and hidden already, so it costs
     /// the Landlock rules nothing; the system's temp folder when there is no such database.
     pub temp_root: PathBuf,
+    /// Paths the assistant runs or trusts (an agent file, an MCP server's script) that lie inside a folder
+    /// commands may write, with what each is: Landlock cannot take them back out of a grant, so `contain`
+    /// refuses to run rather than let a command change them without asking.
+    pub writable_guarded: Vec<(PathBuf, String)>,
 }
 
 impl SandboxScope {
@@ -77,9 +82,22 @@ impl SandboxScope {
                 }
             }
         }
-        let read_write = files.map(|root| vec![root.path().to_path_buf()]).unwrap_or_default();
-        Self { read_write, hidden, temp_root }
+        let read_write: Vec<PathBuf> = files.map(|root| vec![root.path().to_path_buf()]).unwrap_or_default();
+        let writable_guarded = writable_guarded(&crate::files::ProtectedPaths::from_config(config), &read_write);
+        Self { read_write, hidden, temp_root, writable_guarded }
     }
+}
+
+/// The guarded paths inside any of `folders`, as written and as they really are.
+fn writable_guarded(guarded: &crate::files::ProtectedPaths, folders: &[PathBuf]) -> Vec<(PathBuf, String)> {
+    let folders: Vec<PathBuf> = folders.iter().flat_map(|f| minibot_sandbox::policy::forms(f)).collect();
+    guarded
+        .entries()
+        .filter(|(path, _)| {
+            minibot_sandbox::policy::forms(path).iter().any(|form| folders.iter().any(|f| form.starts_with(f)))
+        })
+        .map(|(path, what)| (path.to_path_buf(), what.to_string()))
+        .collect()
 }
 
 fn database_urls(config: &Config) -> Vec<&str> {
@@ -102,14 +120,21 @@ pub struct Contain {
     pub temp_root: PathBuf,
     pub policy: Policy,
     pub layers: Vec<&'static str>,
+    /// The call's bounds, each with the key that sets it.
+    pub bounds: Vec<super::limits::Bound>,
+    /// What `$TMPDIR` may hold, where the host lets pid 1 mount it (namespaces).
+    pub temp_bytes: Option<u64>,
 }
 
-/// The command as it is started: the program, its arguments and what the sandbox adds to its environment.
+/// A command as it is started: what the tool asks for, or what runs it inside the sandbox.
 #[derive(Debug, Clone)]
-pub struct Wrapped {
+pub struct Launch {
     pub program: String,
     pub args: Vec<String>,
+    /// The complete environment.
     pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+    pub stdin: Option<Vec<u8>>,
 }
 
 /// What will wrap the command.
@@ -127,33 +152,41 @@ impl AppliedSandbox {
         Self { mode, prefix: Vec::new(), rlimits: None, contain: None }
     }
 
-    /// The program, arguments and extra environment to run, given the call's private temp folder and any
-    /// folders the command also writes (python's run folder).
-    pub fn wrap(
-        &self,
-        program: String,
-        args: Vec<String>,
-        temp: &Path,
-        also_writable: &[&Path],
-    ) -> Result<Wrapped, String> {
+    /// What to start for `command`, given the call's private temp folder and any folders the command also
+    /// writes (python's run folder). In `contain` mode that is the helper with a fixed command line and an
+    /// empty environment; the command, its environment (plus `TMPDIR`) and its folder go to the helper on
+    /// standard input, ahead of the command's own input.
+    pub fn wrap(&self, command: Launch, temp: &Path, also_writable: &[&Path]) -> Result<Launch, String> {
         if let Some(contain) = &self.contain {
             let mut policy = contain.policy.clone();
             policy.read_write.push(temp.to_path_buf());
             policy.read_write.extend(also_writable.iter().map(|p| p.to_path_buf()));
-            let json = serde_json::to_string(&policy).map_err(|e| format!("cannot write the sandbox policy: {e}"))?;
-            let mut all = contain.helper.leading.clone();
-            all.extend([json, "--".to_string(), program]);
-            all.extend(args);
-            let env = vec![("TMPDIR".to_string(), temp.display().to_string())];
-            return Ok(Wrapped { program: contain.helper.program.display().to_string(), args: all, env });
+            policy.temp = contain.temp_bytes.map(|bytes| TempSpace { path: temp.to_path_buf(), bytes });
+            let mut env = command.env;
+            env.retain(|(name, _)| name != "TMPDIR");
+            env.push(("TMPDIR".to_string(), temp.display().to_string()));
+            let mut argv = vec![command.program];
+            argv.extend(command.args);
+            let request = Request { policy, argv, env, cwd: command.cwd };
+            let mut stdin = request.encode()?;
+            stdin.extend(command.stdin.unwrap_or_default());
+            let mut args = contain.helper.leading.clone();
+            args.push(minibot_sandbox::RUN_ARG.to_string());
+            return Ok(Launch {
+                program: contain.helper.program.display().to_string(),
+                args,
+                env: Vec::new(),
+                cwd: PathBuf::from("/"),
+                stdin: Some(stdin),
+            });
         }
         Ok(match self.prefix.split_first() {
-            None => Wrapped { program, args, env: Vec::new() },
+            None => command,
             Some((first, rest)) => {
-                let mut all: Vec<String> = rest.to_vec();
-                all.push(program);
-                all.extend(args);
-                Wrapped { program: first.clone(), args: all, env: Vec::new() }
+                let mut args: Vec<String> = rest.to_vec();
+                args.push(command.program);
+                args.extend(command.args);
+                Launch { program: first.clone(), args, ..command }
             }
         })
     }
@@ -161,6 +194,19 @@ impl AppliedSandbox {
     /// Whether the runner should ask the helper to end the command (and all it started) before killing it.
     pub fn stops_gracefully(&self) -> bool {
         self.contain.is_some()
+    }
+
+    /// When a failed call ran into one of its bounds: `limit` and an `error` that names the key to raise.
+    pub fn report_limit(
+        &self,
+        output: &super::runner::RunOutput,
+        out: &mut serde_json::Map<String, serde_json::Value>,
+    ) {
+        let Some(contain) = &self.contain else { return };
+        if let Some((limit, error)) = super::limits::ran_into(&contain.bounds, output) {
+            out.insert("limit".into(), limit);
+            out.insert("error".into(), error.into());
+        }
     }
 
     pub fn describe(&self, out: &mut serde_json::Map<String, serde_json::Value>) {
@@ -230,17 +276,27 @@ pub async fn plan(settings: &SandboxSettings, scope: &SandboxScope) -> Result<Ap
             Ok(AppliedSandbox { prefix: j.command_prefix.clone(), ..AppliedSandbox::plain(mode) })
         }
         SandboxMode::Contain => {
+            if let Some((path, what)) = scope.writable_guarded.first() {
+                return Err(unavailable(format!(
+                    "{} ({what}) lies inside [tools.file_storage] root_dir, which commands may write: move it out, \
+                     or give root_dir a folder of its own",
+                    path.display()
+                )));
+            }
             let (helper, capabilities) = contain_host().map_err(|reason| unavailable(reason.clone()))?;
             let temp_root = prepare_temp_root(&scope.temp_root)
                 .map_err(|e| unavailable(format!("cannot make {}: {e}", scope.temp_root.display())))?;
             let mut hidden = scope.hidden.clone();
             hidden.push(temp_root.clone());
+            let namespaces = capabilities.namespaces_refused.is_none();
+            let bounds = super::limits::Bounds::of(settings, namespaces);
             let policy = Policy {
                 read_write: scope.read_write.clone(),
                 hidden,
                 network: settings.allow_network,
-                namespaces: capabilities.namespaces_refused.is_none(),
-                limits: settings.rlimit.enabled.then(|| limits(&settings.rlimit)),
+                namespaces,
+                limits: Some(bounds.limits),
+                temp: None,
             };
             if let Some((hidden, folder)) = policy.conflict() {
                 return Err(unavailable(format!(
@@ -251,7 +307,8 @@ pub async fn plan(settings: &SandboxSettings, scope: &SandboxScope) -> Result<Ap
                 )));
             }
             let layers = capabilities.layers();
-            let contain = Contain { helper, policy, layers, temp_root };
+            let contain =
+                Contain { helper, policy, layers, temp_root, bounds: bounds.list, temp_bytes: bounds.temp_bytes };
             Ok(AppliedSandbox { contain: Some(contain), ..AppliedSandbox::plain(mode) })
         }
     }
@@ -304,6 +361,7 @@ pub fn bash_settings(section: &minibot_config::BashSection) -> SandboxSettings {
         mode: section.sandbox_mode,
         allow_network: section.allow_network,
         rlimit: section.rlimit.clone(),
+        limits: section.limits.clone(),
         cgroup: section.cgroup.clone(),
         jail: section.jail.clone(),
     }
@@ -315,15 +373,17 @@ pub fn python_settings(section: &minibot_config::PythonExecSection) -> SandboxSe
         mode: section.sandbox_mode,
         allow_network: section.allow_network,
         rlimit: section.rlimit.clone(),
+        limits: section.limits.clone(),
         cgroup: section.cgroup.clone(),
         jail: section.jail.clone(),
     }
 }
 
-fn limits(r: &RlimitSection) -> Rlimits {
+pub(super) fn limits(r: &RlimitSection) -> Rlimits {
     Rlimits {
         cpu_seconds: r.cpu_seconds,
         memory_bytes: r.memory_mb.map(|mb| mb.saturating_mul(MIB)),
+        data_bytes: None,
         fsize_bytes: r.fsize_mb.map(|mb| mb.saturating_mul(MIB)),
         nproc: r.nproc,
         nofile: r.nofile,

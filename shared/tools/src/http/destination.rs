@@ -1,4 +1,4 @@
-//! `[tools.http_client] deny_private_networks`: which addresses `http_request` may connect to.
+//! `[tools.http_client] deny_private_networks` (on by default): which addresses `http_request` may connect to.
 //!
 //! The check is made on the address the connection really goes to, so a name cannot be checked once and
 //! resolved differently a moment later: [`DenyingResolver`] is the client's DNS resolver and hands reqwest only
@@ -39,8 +39,8 @@ impl std::fmt::Display for DestinationDenied {
             write!(f, "{host} resolves to {addr}, a {range} address")?;
         }
         f.write_str(
-            "; [tools.http_client] deny_private_networks = true forbids requests to loopback, private, link-local, \
-             CGNAT, multicast and other internal addresses",
+            "; http_request does not reach loopback, private, link-local, CGNAT, multicast and other internal \
+             addresses unless [tools.http_client] deny_private_networks = false",
         )
     }
 }

@@ -401,6 +401,24 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_default_section_refuses_loopback_by_address_and_by_name() {
+        // Built as `register` builds it, from a section that says nothing about the check: the same classifier,
+        // resolver and redirect policy as the hop tests below, without their 127.0.0.2 exception.
+        let config = HttpClientSection { enabled: true, follow_redirects: true, ..HttpClientSection::default() };
+        let tool = HttpRequest::new(&config, None).unwrap();
+        assert!(tool.denied.is_some(), "deny_private_networks is on by default");
+        let (server, reached) = counting_server("127.0.0.1", SECRET.into()).await;
+        for url in [format!("http://{server}/"), format!("http://localhost:{}/", server.port())] {
+            let Err(ToolError::RespondToModel { code, message }) = get(&tool, url.clone()).await else {
+                panic!("{url} was fetched");
+            };
+            assert_eq!(code, "destination_denied", "{url}: {message}");
+            assert!(message.contains("deny_private_networks = false"), "{url}: {message}");
+        }
+        assert_eq!(reached.load(Ordering::SeqCst), 0, "no connection to the denied address");
+    }
+
+    #[tokio::test]
     async fn a_redirect_to_a_denied_address_is_refused_at_the_hop() {
         let (inner, reached) = counting_server("127.0.0.1", SECRET.into()).await;
         let (outer, _) = counting_server("127.0.0.2", redirect_to(&format!("http://{inner}/secret"))).await;

@@ -75,8 +75,9 @@ async fn serve() -> SocketAddr {
     addr
 }
 
+/// The test server is on loopback, which `http_request` refuses unless told otherwise.
 fn http_env(extra: &str) -> Env {
-    Env::new(&format!("[tools.http_client]\nenabled = true\n{extra}"))
+    Env::new(&format!("[tools.http_client]\nenabled = true\ndeny_private_networks = false\n{extra}"))
 }
 
 #[tokio::test]

@@ -1,5 +1,6 @@
 //! What an attacker-controlled model can make the tools send back or reach: a 10 MB argument is never repeated
-//! whole (nor spilled to a file), and with `deny_private_networks` `http_request` reaches no internal address.
+//! whole (nor spilled to a file), and unless `deny_private_networks = false` `http_request` reaches no internal
+//! address.
 
 use super::{Env, tree};
 use serde_json::json;
@@ -27,7 +28,8 @@ fn assert_quoted_short(message: &str, text: &str) {
 
 #[tokio::test]
 async fn a_10mb_url_is_quoted_by_its_start_only() {
-    let env = http_env("");
+    // The closed port below is on loopback: the address check would refuse it before any connection is tried.
+    let env = http_env("deny_private_networks = false\n");
     let tail = "a".repeat(TEN_MB);
 
     let bad_scheme = format!("ftp://example.org/{tail}");
@@ -94,33 +96,41 @@ async fn counting_server() -> (SocketAddr, Arc<AtomicUsize>) {
 }
 
 #[tokio::test]
-async fn deny_private_networks_refuses_loopback_without_connecting() {
+async fn by_default_internal_addresses_are_refused_without_connecting() {
     let (addr, connections) = counting_server().await;
-    let env = http_env("deny_private_networks = true\nfollow_redirects = true\n");
+    // Nothing about the address check is written: the default applies.
+    let env = http_env("follow_redirects = true\n");
     let port = addr.port();
-    for (url, shown) in [
-        (format!("http://{addr}/"), "127.0.0.1"),
-        (format!("http://localhost:{port}/"), "localhost resolves to "),
-        (format!("http://[::ffff:127.0.0.1]:{port}/"), "::ffff:127.0.0.1"),
-        (format!("http://2130706433:{port}/"), "127.0.0.1"),
+    for (url, shown, range) in [
+        (format!("http://{addr}/"), "127.0.0.1", "loopback"),
+        (format!("http://localhost:{port}/"), "localhost resolves to ", "loopback"),
+        (format!("http://[::1]:{port}/"), "::1", "loopback"),
+        (format!("http://[::ffff:127.0.0.1]:{port}/"), "::ffff:127.0.0.1", "loopback"),
+        (format!("http://2130706433:{port}/"), "127.0.0.1", "loopback"),
+        // On Linux a connection to 0.0.0.0 reaches this machine, the test server included.
+        (format!("http://0.0.0.0:{port}/"), "0.0.0.0", "unspecified"),
+        ("http://169.254.169.254/latest/meta-data/".into(), "169.254.169.254", "link-local"),
+        ("http://100.64.0.1/".into(), "100.64.0.1", "CGNAT"),
+        ("http://10.0.0.1/".into(), "10.0.0.1", "private"),
+        ("http://[fd00::1]/".into(), "fd00::1", "private"),
+        ("http://[fe80::1]/".into(), "fe80::1", "link-local"),
     ] {
         let (code, message) = env.err("http_request", json!({ "url": url })).await;
         assert_eq!(code, "destination_denied", "{url}: {message}");
         assert!(message.contains(shown), "{url}: {message}");
-        assert!(message.contains("loopback"), "{url}: {message}");
-        assert!(message.contains("deny_private_networks = true"), "{url}: {message}");
+        assert!(message.contains(range), "{url}: {message}");
+        // The refusal names the key that lifts it.
+        assert!(message.contains("[tools.http_client] deny_private_networks = false"), "{url}: {message}");
     }
-    let (code, message) = env.err("http_request", json!({ "url": "http://169.254.169.254/latest/meta-data/" })).await;
-    assert_eq!(code, "destination_denied");
-    assert!(message.contains("link-local"), "{message}");
     assert_eq!(connections.load(Ordering::SeqCst), 0, "the server saw a connection");
 }
 
 #[tokio::test]
 async fn loopback_is_reachable_with_the_setting_off() {
     let (addr, connections) = counting_server().await;
-    for env in [http_env(""), http_env("deny_private_networks = false\n")] {
-        let out = env.ok("http_request", json!({ "url": format!("http://{addr}/") })).await;
+    let env = http_env("deny_private_networks = false\n");
+    for url in [format!("http://{addr}/"), format!("http://localhost:{}/", addr.port())] {
+        let out = env.ok("http_request", json!({ "url": url })).await;
         assert_eq!(out["status"], 200);
         assert_eq!(out["body"], "hello");
     }

@@ -4,6 +4,7 @@ mod delivery;
 mod exec;
 mod files;
 mod grep;
+mod guarded;
 mod http;
 mod leaks;
 mod patch_tool;

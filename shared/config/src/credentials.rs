@@ -1,0 +1,143 @@
+//! Every credential the configuration holds, whatever its source, for [`Config::redactor`]: the vault's values
+//! and the password that opened it, and the values of the keys that carry a credential (API keys, tokens,
+//! passwords in URLs, secret-named headers and MCP environment variables) as they stand after `${VAR}` and
+//! `${secret:NAME}` expansion, so a key written literally, read from the environment or taken from the vault is
+//! masked alike. Both binaries build their redactor here, so a value hidden in one is hidden in the other.
+//!
+//! Values that are not from the vault are masked only from [`is_credential`]'s length on: the config also holds
+//! placeholders (`ollama`, `EMPTY`, RabbitMQ's `guest`) that are ordinary words, and masking those would garble
+//! what the user and the model say. A vault value is a secret by the user's own choice and is masked from
+//! [`Redactor::MIN_LEN`] characters, as the redactor does for any value.
+
+use crate::providers::ApiFormat;
+use crate::{Config, is_credential};
+use minibot_vault::Redactor;
+use std::collections::BTreeMap;
+
+/// Name fragments of headers and environment variables whose values are credentials (`Authorization`,
+/// `X-Api-Key`, `GITHUB_TOKEN`, `DB_PASSWORD`, `CLIENT_SECRET`, `Cookie`). Matched case-insensitively.
+const SECRET_NAME_PARTS: &[&str] = &["auth", "key", "token", "secret", "pass", "credential", "cookie"];
+
+/// Whether a header or environment variable with this name holds a credential.
+pub fn is_secret_name(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    SECRET_NAME_PARTS.iter().any(|part| name.contains(part))
+}
+
+/// The environment variables a provider without a configured key falls back on (see `endpoint_for`). Every one
+/// counts, set or not used by the main model: a task may select any provider.
+const KEY_VARIABLES: &[ApiFormat] = &[ApiFormat::OpenAi, ApiFormat::OpenRouter, ApiFormat::Claude, ApiFormat::Google];
+
+impl Config {
+    /// What the program masks wherever it writes or sends text it did not compose itself: logs, the transcript
+    /// and task databases, and the conversation in every provider request. See the module docs for the set.
+    pub fn redactor(&self) -> Redactor {
+        self.redactor_with(&|name| std::env::var(name).ok())
+    }
+
+    /// [`Self::redactor`] with the process environment given (tests cannot set variables safely).
+    pub(crate) fn redactor_with(&self, env: &dyn Fn(&str) -> Option<String>) -> Redactor {
+        let configured = self.credentials(env);
+        let password = self.vault_password.as_ref().map(minibot_vault::Password::expose);
+        Redactor::from_values(self.secrets.values().chain(password).chain(configured.iter().map(String::as_str)))
+    }
+
+    /// The credential values outside the vault, long enough to mask.
+    fn credentials(&self, env: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
+        let mut values: Vec<String> = Vec::new();
+        let mut add = |value: &str| values.push(value.to_string());
+
+        add(&self.llm.api_key);
+        header_values(&self.llm.extra_headers, &mut add);
+        url_password(self.llm.base_url.as_deref().unwrap_or_default(), &mut add);
+        for provider in self.providers.values() {
+            add(&provider.api_key);
+            header_values(&provider.headers, &mut add);
+            url_password(provider.base_url.as_deref().unwrap_or_default(), &mut add);
+        }
+        for format in KEY_VARIABLES {
+            if let Some(value) = env(format.key_variable()) {
+                add(&value);
+            }
+        }
+        add(&self.decision.api_key);
+        url_password(&self.decision.base_url, &mut add);
+
+        let telegram = &self.channels.telegram;
+        add(&telegram.bot_token);
+        add(telegram.webhook_secret_token.as_deref().unwrap_or_default());
+        url_password(&telegram.api_base_url, &mut add);
+
+        url_password(&self.rabbitmq.broker_url, &mut add);
+        add(&self.http.auth_token);
+        add(&self.http.basic_auth_password);
+
+        for server in &self.tools.mcp.servers {
+            for (name, value) in &server.env {
+                if is_secret_name(name) {
+                    add(value);
+                }
+            }
+            header_values(&server.headers, &mut add);
+            url_password(server.url.as_deref().unwrap_or_default(), &mut add);
+        }
+
+        values.retain(|value| is_credential(value));
+        values.sort();
+        values.dedup();
+        values
+    }
+}
+
+/// The values of secret-named headers, whole and without their scheme word: a server that echoes
+/// `Authorization: Bearer sk-…` may quote only `sk-…`.
+fn header_values(headers: &BTreeMap<String, String>, add: &mut impl FnMut(&str)) {
+    for (name, value) in headers {
+        if is_secret_name(name) {
+            add(value);
+            if let Some((_, token)) = value.trim().rsplit_once(' ') {
+                add(token);
+            }
+        }
+    }
+}
+
+/// The password of a URL's `user:password@` part, as written and percent-decoded (clients report either).
+fn url_password(url: &str, add: &mut impl FnMut(&str)) {
+    let Some((_, rest)) = url.split_once("://") else { return };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let Some((userinfo, _)) = authority.rsplit_once('@') else { return };
+    let Some((_, password)) = userinfo.split_once(':') else { return };
+    add(password);
+    if let Some(decoded) = percent_decode(password) {
+        add(&decoded);
+    }
+}
+
+/// `%XX` escapes decoded; `None` when there are none or the result is not UTF-8.
+fn percent_decode(text: &str) -> Option<String> {
+    if !text.contains('%') {
+        return None;
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+#[path = "credentials_tests.rs"]
+mod tests;
