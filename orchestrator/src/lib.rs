@@ -22,4 +22,5 @@ pub mod render;
 pub mod router;
 pub mod runtime;
 pub mod tasks;
+pub mod terminal_text;
 pub mod turn;

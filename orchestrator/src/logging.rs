@@ -1,8 +1,10 @@
 //! Logs go as logfmt lines to `logs/minibot.log` (next to the config file) and, with `--verbose`, to stderr.
 //! `RUST_LOG` wins over `[runtime].log_level` / `[logging].log_level`. Both outputs pass through a redactor
 //! ([`Config::redactor`]) of the vault's values and every configured credential, so no known secret value is
-//! ever written to either.
+//! ever written to either. The stderr copy also loses its control characters ([`TerminalSafe`]): log values
+//! quote what the model and tools said, and stderr is the user's terminal.
 
+use crate::terminal_text::TerminalSafe;
 use anyhow::Context;
 use minibot_config::Config;
 use std::fs::OpenOptions;
@@ -49,7 +51,7 @@ pub fn init(config: &Config, verbose: bool) -> anyhow::Result<()> {
         tracing_subscriber::fmt::layer()
             .event_format(tracing_logfmt::EventsFormatter::default())
             .fmt_fields(tracing_logfmt::FieldsFormatter::default())
-            .with_writer(move || redactor.writer(std::io::stderr()))
+            .with_writer(move || redactor.writer(TerminalSafe(std::io::stderr())))
             .with_filter(filter())
     });
     tracing_subscriber::registry().with(file_layer).with(stderr_layer).try_init().ok();

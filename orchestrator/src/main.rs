@@ -9,7 +9,7 @@ mod vault_cli;
 use clap::Parser;
 use minibot_config::Config;
 use minibot_orchestrator::cli::{Cli, Command};
-use minibot_orchestrator::{boot, logging};
+use minibot_orchestrator::{boot, logging, terminal_text};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -22,7 +22,8 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("minibot: {error:#}");
+            // An error can quote what a server or a file said; it reaches the terminal as text only.
+            eprintln!("minibot: {}", terminal_text::for_terminal(&format!("{error:#}")));
             ExitCode::from(2)
         }
     }

@@ -32,7 +32,7 @@ pub struct Runtime {
     pub mcp: Option<Arc<McpHub>>,
     /// `[orchestration].main_tool_use_guardrail = "llm_classifier"`.
     pub guardrail: Option<Guardrail>,
-    spill_root: Option<std::path::PathBuf>,
+    spill_root: Option<Arc<dyn minibot_agent::SpillStore>>,
     pub store: Store,
     pub limits: Limits,
     /// Which tool calls need the user's approval (`[tools.approval] require_approval`).
@@ -94,7 +94,7 @@ impl Runtime {
         let safety = minibot_agent::SafetyClassifier::from_config(&config)?;
         let base_tools = tools.filtered(&policy);
         let base_tools = match &safety {
-            Some(classifier) => classifier.wrap(&base_tools),
+            Some(classifier) => classifier.wrap(&base_tools, services.spill_store().as_ref()),
             None => base_tools,
         };
         let mcp = if config.tools.mcp.enabled {
@@ -107,7 +107,7 @@ impl Runtime {
         let ownership = Ownership::load(&config)?;
         let approvals = ApprovalGate::from_config(&config.tools.approval)?;
         let guardrail = Guardrail::from_config(&config)?;
-        let spill_root = services.files.as_ref().map(|f| f.path().to_path_buf());
+        let spill_root = services.spill_store();
         // The console is this version's only channel, and a runtime exists only to serve it ([channels.telegram]
         // and [http] are refused at load while they are not built).
         services.running.set_channels(vec!["console".into()]);
@@ -199,12 +199,12 @@ impl Runtime {
                 |name| self.policy.permits(name) && !self.ownership.hides(name),
                 &self.base_tools,
                 &self.config.tools.tool_output_spill,
-                self.spill_root.as_deref(),
+                self.spill_root.as_ref(),
             );
             // The safety classifier covers MCP tools too (the read-back tools in `remote` are wrapped already and
             // are not taken from it).
             let remote = match &self.safety {
-                Some(classifier) => classifier.wrap(&remote),
+                Some(classifier) => classifier.wrap(&remote, self.spill_root.as_ref()),
                 None => remote,
             };
             tools.register_missing(&remote);

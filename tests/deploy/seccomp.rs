@@ -1,7 +1,7 @@
 //! `deploy/seccomp-minibot.json`, the seccomp profile the compose services run under so that the `contain`
 //! sandbox gets its namespaces (docs/deploy.md, "The sandbox in containers"), checked without a container
 //! engine: the services name it and the other two options the sandbox needs and no wider one; it is Docker's
-//! default profile with exactly the sandbox helper's two rules added; those rules let through what the helper
+//! default profile with exactly the sandbox helper's five rules added; those rules let through what the helper
 //! calls, read from its sources and, where `strace` is installed, watched while the real helper runs; and what
 //! Docker's default keeps from a container stays refused.
 //!
@@ -22,7 +22,7 @@ use std::process::{Command, Stdio};
 
 pub const PROFILE: &str = "deploy/seccomp-minibot.json";
 const UPSTREAM: &str = "tests/deploy/moby-seccomp-default.json";
-/// What the helper's rules carry as their `comment`: how the two additions are told from Docker's own rules.
+/// What the helper's rules carry as their `comment`: how the five additions are told from Docker's own rules.
 const ADDED: &str = "minibot-sandbox:";
 /// Allowed by moby/profiles since mid-2025 (moby/profiles#2: kernel keyrings respect user namespaces now),
 /// refused by the profile of every Docker release before it; this profile keeps refusing them.
@@ -31,6 +31,9 @@ const KEYRING: &[&str] = &["add_key", "keyctl", "request_key"];
 const CLONE_NEWNS: u64 = 0x0002_0000;
 const CLONE_NEWUSER: u64 = 0x1000_0000;
 const CLONE_NEWPID: u64 = 0x2000_0000;
+const CLONE_NEWIPC: u64 = 0x0800_0000;
+/// The helper's one `unshare`: user, mount, pid and IPC namespaces together.
+const HELPER_NAMESPACES: u64 = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC;
 /// The namespace flags of `clone`/`unshare` (Docker's own `clone` rule refuses any of these).
 const NAMESPACE_FLAGS: &[(&str, u64)] = &[
     ("CLONE_NEWNS", CLONE_NEWNS),
@@ -38,7 +41,7 @@ const NAMESPACE_FLAGS: &[(&str, u64)] = &[
     ("CLONE_NEWPID", CLONE_NEWPID),
     ("CLONE_NEWNET", 0x4000_0000),
     ("CLONE_NEWUTS", 0x0400_0000),
-    ("CLONE_NEWIPC", 0x0800_0000),
+    ("CLONE_NEWIPC", CLONE_NEWIPC),
     ("CLONE_NEWCGROUP", 0x0200_0000),
     ("CLONE_NEWTIME", 0x80),
 ];
@@ -88,6 +91,33 @@ const MOUNT_FLAGS: &[(&str, u64)] = &[
 /// The only mount flags the profile lets the helper use: those of its mounts (a private `/`, `/proc`,
 /// `/dev/shm`, the temp folder, a devpts instance and the `ptmx` bind).
 const HELPER_MOUNT_FLAGS: &[&str] = &["MS_NOSUID", "MS_NODEV", "MS_NOEXEC", "MS_BIND", "MS_REC", "MS_PRIVATE"];
+/// The flags of the new mount API's calls by name, as the helper's constants and strace name them (`O_CLOEXEC`
+/// as on x86-64 and arm64, the profile's hosts).
+const MOUNT_API_FLAGS: &[(&str, u64)] = &[
+    ("OPEN_TREE_CLONE", 1),
+    ("OPEN_TREE_CLOEXEC", 0x8_0000),
+    ("O_CLOEXEC", 0x8_0000),
+    ("AT_SYMLINK_NOFOLLOW", 0x100),
+    ("AT_NO_AUTOMOUNT", 0x800),
+    ("AT_EMPTY_PATH", 0x1000),
+    ("AT_RECURSIVE", 0x8000),
+    ("MOVE_MOUNT_F_SYMLINKS", 1),
+    ("MOVE_MOUNT_F_AUTOMOUNTS", 2),
+    ("MOVE_MOUNT_F_EMPTY_PATH", 4),
+    ("MOVE_MOUNT_T_SYMLINKS", 0x10),
+    ("MOVE_MOUNT_T_AUTOMOUNTS", 0x20),
+    ("MOVE_MOUNT_T_EMPTY_PATH", 0x40),
+    ("MOVE_MOUNT_SET_GROUP", 0x100),
+    ("MOVE_MOUNT_BENEATH", 0x200),
+];
+/// The new mount API calls the helper makes to leave only its writable folders writable: each with the index of
+/// its flags argument and the only flags the profile lets through (`mount_setattr`'s attributes are behind a
+/// pointer, out of seccomp's sight).
+const MOUNT_API: &[(&str, usize, &[&str])] = &[
+    ("open_tree", 2, &["OPEN_TREE_CLONE", "OPEN_TREE_CLOEXEC", "AT_RECURSIVE"]),
+    ("mount_setattr", 2, &["AT_RECURSIVE"]),
+    ("move_mount", 4, &["MOVE_MOUNT_F_EMPTY_PATH"]),
+];
 /// The flags of the C library's `fork`: `clone(CLONE_CHILD_CLEARTID|CLONE_CHILD_SETTID|SIGCHLD)`.
 const FORK: u64 = 0x20_0000 | 0x100_0000 | 17;
 
@@ -117,9 +147,12 @@ const HELPER_CALLS: &[&str] = &[
     "landlock_restrict_self",
     "mmap",
     "mount",
+    "mount_setattr",
+    "move_mount",
     "mprotect",
     "munmap",
     "newfstatat",
+    "open_tree",
     "openat",
     "pipe2",
     "poll",
@@ -299,19 +332,42 @@ fn helper_mount_mask() -> u64 {
     HELPER_MOUNT_FLAGS.iter().map(|f| flag(MOUNT_FLAGS, f).expect("a known flag")).fold(0, |a, b| a | b)
 }
 
-/// The two rules the profile adds to Docker's default, as they must read.
+/// The flags the profile lets through for `call` of [`MOUNT_API`], with the index of its flags argument.
+fn mount_api_flags(call: &str) -> (usize, u64) {
+    let (_, index, names) = MOUNT_API.iter().find(|(name, ..)| *name == call).expect("a call of MOUNT_API");
+    let value = names.iter().map(|n| flag(MOUNT_API_FLAGS, n).expect("a known flag")).fold(0, |a, b| a | b);
+    (*index, value)
+}
+
+/// Six arguments, all zero but `value` at `index`.
+fn args_with(index: usize, value: u64) -> Vec<u64> {
+    let mut args = vec![0; 6];
+    args[index] = value;
+    args
+}
+
+/// The five rules the profile adds to Docker's default, as they must read.
 fn expected_additions() -> Vec<Value> {
     let unshare = serde_json::json!({
         "names": ["unshare"],
         "action": "SCMP_ACT_ALLOW",
-        "args": [{"index": 0, "value": CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID, "op": "SCMP_CMP_EQ"}],
+        "args": [{"index": 0, "value": HELPER_NAMESPACES, "op": "SCMP_CMP_EQ"}],
     });
     let mount = serde_json::json!({
         "names": ["mount"],
         "action": "SCMP_ACT_ALLOW",
         "args": [{"index": 3, "value": !helper_mount_mask(), "valueTwo": 0, "op": "SCMP_CMP_MASKED_EQ"}],
     });
-    vec![unshare, mount]
+    let mut rules = vec![unshare, mount];
+    for (call, ..) in MOUNT_API {
+        let (index, value) = mount_api_flags(call);
+        rules.push(serde_json::json!({
+            "names": [call],
+            "action": "SCMP_ACT_ALLOW",
+            "args": [{"index": index, "value": value, "op": "SCMP_CMP_EQ"}],
+        }));
+    }
+    rules
 }
 
 fn is_added(rule: &Value) -> bool {
@@ -427,15 +483,16 @@ fn the_profile_is_dockers_default_with_only_the_sandbox_rules_added() {
             r
         })
         .collect();
-    assert_eq!(stripped, expected_additions(), "the sandbox's rules are these two, exactly (docs/deploy.md)");
+    assert_eq!(stripped, expected_additions(), "the sandbox's rules are these five, exactly (docs/deploy.md)");
     assert!(
         ours.rules().ends_with(&added),
         "the sandbox's rules come after Docker's, so a diff against the default shows them at a glance"
     );
 }
 
-/// The helper's own sources: which namespaces it unshares and which mount flags it uses, so a change to the
-/// helper that the profile would refuse in a container fails here instead of in a deployment.
+/// The helper's own sources: which namespaces it unshares, which mount flags it uses and which system calls it
+/// makes through `libc::syscall` (with the flags it passes the new mount API), so a change to the helper that
+/// the profile would refuse in a container fails here instead of in a deployment.
 #[test]
 fn the_profile_allows_what_the_helpers_sources_call() {
     let root = &deploy().repo.root;
@@ -445,6 +502,8 @@ fn the_profile_allows_what_the_helpers_sources_call() {
     let mut problems = vec![];
     let mut unshared = 0;
     let mut mount_flags = 0;
+    // Each raw call: where, and its arguments as the profile sees them (zero where the source is not a flag).
+    let mut raw_calls: Vec<(String, String, Vec<u64>)> = vec![];
     for (path, text) in &sources {
         let shown = path.strip_prefix(root).unwrap_or(path).display().to_string();
         if text.contains("unshare(") {
@@ -462,6 +521,26 @@ fn the_profile_allows_what_the_helpers_sources_call() {
                 None => problems.push(format!("{shown}: a mount flag this check does not know: {token}")),
             }
         }
+        // The helper's own constants for the new mount API's flags must be the kernel's.
+        for (name, value) in constants(text) {
+            if let Some(known) = flag(MOUNT_API_FLAGS, &name)
+                && known != value
+            {
+                problems.push(format!("{shown}: const {name} = {value:#x}, the kernel's is {known:#x}"));
+            }
+        }
+        for (call, args) in raw_syscalls(text) {
+            let Some(&(_, index, _)) = MOUNT_API.iter().find(|(name, ..)| *name == call) else {
+                raw_calls.push((shown.clone(), call, vec![0; 6]));
+                continue;
+            };
+            // args[0] is the call's number: the flags are one further on.
+            match args.get(index + 1).map(|a| source_flags(a)) {
+                Some(Ok(value)) => raw_calls.push((shown.clone(), call, args_with(index, value))),
+                Some(Err(e)) => problems.push(format!("{shown}: {call}: {e}")),
+                None => problems.push(format!("{shown}: {call} with {} arguments", args.len() - 1)),
+            }
+        }
         // Calls the profile does not allow at all: each would need a rule of its own (and a reason in the docs).
         for call in ["umount(", "umount2(", "pivot_root(", "setns(", "sched::clone(", "syscall(libc::SYS_clone"] {
             if text.contains(call) {
@@ -469,8 +548,19 @@ fn the_profile_allows_what_the_helpers_sources_call() {
             }
         }
     }
-    assert_eq!(unshared, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID, "the helper unshares user, mount and pid");
+    assert_eq!(unshared, HELPER_NAMESPACES, "the helper unshares user, mount, pid and IPC namespaces");
     assert!(mount_flags != 0, "the helper mounts (its /proc at least): the source scan found no MsFlags");
+    // Each of the profile's new mount API rules is for a call the helper makes, with the flags it allows.
+    for (call, ..) in MOUNT_API {
+        let (index, allowed) = mount_api_flags(call);
+        let used: Vec<u64> = raw_calls.iter().filter(|(_, c, _)| c == call).map(|(.., args)| args[index]).collect();
+        if used.is_empty() {
+            problems.push(format!("the helper's sources make no {call} call: {PROFILE} allows one (drop its rule)"));
+        }
+        for value in used.into_iter().filter(|v| *v != allowed) {
+            problems.push(format!("the helper calls {call} with flags {value:#x}, the profile allows {allowed:#x}"));
+        }
+    }
     for arch in ARCHES {
         let container = Container::docker(arch);
         if ours.verdict(&container, "unshare", &[unshared]) != Verdict::Allow {
@@ -480,17 +570,28 @@ fn the_profile_allows_what_the_helpers_sources_call() {
         if ours.verdict(&container, "mount", &[0, 0, 0, mount_flags]) != Verdict::Allow {
             problems.push(format!("{arch}: mount with flags {mount_flags:#x} is refused"));
         }
+        for (shown, call, args) in &raw_calls {
+            let verdict = ours.verdict(&container, call, args);
+            if verdict != Verdict::Allow {
+                problems.push(format!("{arch}: {shown} calls {call} {args:#x?}, which gets {verdict:?}"));
+            }
+        }
         for call in HELPER_CALLS {
-            let args: &[u64] = match *call {
-                "unshare" => &[unshared],
-                "mount" => &[0, 0, 0, mount_flags],
-                "clone" => &[FORK],
-                _ => &[],
+            let mount_api = MOUNT_API.iter().any(|(name, ..)| name == call);
+            let args = match *call {
+                "unshare" => vec![unshared],
+                "mount" => vec![0, 0, 0, mount_flags],
+                "clone" => vec![FORK],
+                _ if mount_api => {
+                    let (index, value) = mount_api_flags(call);
+                    args_with(index, value)
+                }
+                _ => vec![],
             };
             if *call == "arch_prctl" && *arch != "amd64" {
                 continue;
             }
-            let verdict = ours.verdict(&container, call, args);
+            let verdict = ours.verdict(&container, call, &args);
             if verdict != Verdict::Allow {
                 problems.push(format!("{arch}: the helper's {call} gets {verdict:?}"));
             }
@@ -503,12 +604,13 @@ fn the_profile_allows_what_the_helpers_sources_call() {
 fn what_dockers_default_refuses_stays_refused() {
     let ours = Profile::read(PROFILE);
     let upstream = Profile::read(UPSTREAM);
-    let helper_flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID;
+    let helper_flags = HELPER_NAMESPACES;
     let mut problems = vec![];
     for arch in ARCHES {
         let c = Container::docker(arch);
         // Refused outright: keyrings, BPF, tracing and other processes' memory, file handles, kernel images and
-        // modules, the new mount API, io_uring, userfaultfd, swap, reboot, clocks, raw I/O, other namespaces.
+        // modules, the new mount API's file system contexts, io_uring, userfaultfd, swap, reboot, clocks, raw I/O,
+        // other namespaces.
         for call in [
             "add_key",
             "keyctl",
@@ -531,9 +633,6 @@ fn what_dockers_default_refuses_stays_refused() {
             "fsconfig",
             "fsmount",
             "fspick",
-            "move_mount",
-            "open_tree",
-            "mount_setattr",
             "io_uring_setup",
             "io_uring_enter",
             "io_uring_register",
@@ -591,7 +690,7 @@ fn what_dockers_default_refuses_stays_refused() {
                 problems.push(format!("{arch}: clone with {name} is allowed"));
             }
         }
-        // unshare: the helper's three namespaces together, nothing else, in no other combination.
+        // unshare: the helper's four namespaces together, nothing else, in no other combination.
         for (name, value) in NAMESPACE_FLAGS {
             for flags in [*value, helper_flags | value, helper_flags & !value] {
                 if flags != helper_flags && ours.verdict(&c, "unshare", &[flags]) == Verdict::Allow {
@@ -615,6 +714,24 @@ fn what_dockers_default_refuses_stays_refused() {
                 problems.push(format!("{arch}: mount with flag bits above 32 ({high:#x}) is allowed"));
             }
         }
+        // open_tree, mount_setattr and move_mount: the helper's flags exactly. No open_tree without a clone (a
+        // descriptor of a mount in place), no move_mount of a mount named by path, onto an empty path, beneath
+        // another or sharing its peer group, no mount_setattr on one mount alone or by an empty path.
+        for (call, ..) in MOUNT_API {
+            let (index, allowed) = mount_api_flags(call);
+            if ours.verdict(&c, call, &args_with(index, allowed)) != Verdict::Allow {
+                problems.push(format!("{arch}: {call} with the helper's flags {allowed:#x} is refused"));
+            }
+            let mut others = vec![0, allowed | 1 << 32, allowed | 1 << 63];
+            for (_, value) in MOUNT_API_FLAGS {
+                others.extend([*value, allowed | value, allowed & !value]);
+            }
+            for flags in others.into_iter().filter(|f| *f != allowed) {
+                if ours.verdict(&c, call, &args_with(index, flags)) == Verdict::Allow {
+                    problems.push(format!("{arch}: {call} with flags {flags:#x} is allowed"));
+                }
+            }
+        }
         // Sockets and personality as in the default.
         if ours.verdict(&c, "socket", &[40]) == Verdict::Allow {
             problems.push(format!("{arch}: AF_VSOCK sockets are allowed"));
@@ -625,7 +742,7 @@ fn what_dockers_default_refuses_stays_refused() {
         // And with capabilities added (a user's own override), the default's capability rules still decide.
         let admin: Vec<&str> = DOCKER_CAPS.iter().copied().chain(["CAP_SYS_ADMIN"]).collect();
         let with_admin = Container { arch, caps: &admin, kernel: KERNEL };
-        for call in ["setns", "umount2", "bpf", "keyctl"] {
+        for call in ["setns", "umount2", "bpf", "keyctl", "fsopen", "open_tree"] {
             let (got, want) = (ours.verdict(&with_admin, call, &[0; 6]), upstream.verdict(&with_admin, call, &[0; 6]));
             if got != want && !KEYRING.contains(&call) {
                 problems.push(format!("{arch} with CAP_SYS_ADMIN: {call} gets {got:?}, Docker's default {want:?}"));
@@ -682,8 +799,13 @@ fn the_real_helper_makes_only_calls_the_profile_allows() {
         let text = std::fs::read_to_string(&trace).unwrap_or_default();
         let calls = helper_calls(&text);
         let succeeded = |needle: &str| calls.iter().any(|c| c.name == needle && !c.failed);
+        // The probe makes everything read-only; a command's run also keeps its writable folder.
+        let made: &[&str] = match label {
+            "--run" => &["unshare", "mount", "mount_setattr", "open_tree", "move_mount"],
+            _ => &["unshare", "mount", "mount_setattr"],
+        };
         assert!(
-            output.status.success() && succeeded("unshare") && succeeded("mount"),
+            output.status.success() && made.iter().all(|c| succeeded(c)),
             "minibot-sandbox {label} under strace did not make its namespaces ({}): {}\n{}",
             output.status,
             String::from_utf8_lossy(&output.stderr).trim(),
@@ -707,6 +829,11 @@ fn the_real_helper_makes_only_calls_the_profile_allows() {
                 "mount" => {
                     let flags = split_args(&call.args).get(3).cloned().unwrap_or_default();
                     flags_value(&flags, &[MOUNT_FLAGS]).map(|f| vec![0, 0, 0, f])
+                }
+                name if MOUNT_API.iter().any(|(n, ..)| *n == name) => {
+                    let (index, _) = mount_api_flags(name);
+                    let flags = split_args(&call.args).get(index).cloned().unwrap_or_default();
+                    flags_value(&flags, &[MOUNT_API_FLAGS]).map(|f| args_with(index, f))
                 }
                 _ => Ok(vec![]),
             };
@@ -797,7 +924,11 @@ fn helper_calls(trace: &str) -> Vec<Call> {
         } else {
             continue;
         };
-        let (args, result) = body.rsplit_once(") = ").unwrap_or((body.as_str(), ""));
+        // strace pads a short line's `= result` to a column: `<... mount resumed>)      = 0`.
+        let (args, result) = match body.rsplit_once(" = ") {
+            Some((args, result)) => (args.trim_end().strip_suffix(')').unwrap_or(args), result),
+            None => (body.as_str(), ""),
+        };
         let failed = result.trim_start().starts_with('-') || result.is_empty();
         if name == "execve" && pid != root && !failed {
             command.insert(pid);
@@ -814,6 +945,27 @@ fn helper_calls(trace: &str) -> Vec<Call> {
         }
     }
     out
+}
+
+/// A call strace shows in two parts, and short lines padded to a column, read as one call with its result.
+#[test]
+fn strace_logs_are_read_call_by_call() {
+    let trace = "10 unshare(CLONE_NEWNS|CLONE_NEWUSER) = 0\n\
+                 11 mount_setattr(AT_FDCWD, \"/\", AT_RECURSIVE, {attr_set=MOUNT_ATTR_RDONLY}, 32 <unfinished ...>\n\
+                 10 <... clone resumed>, child_tidptr=0x7f661a852f50) = 11\n\
+                 11 <... mount_setattr resumed>)      = 0\n\
+                 11 open_tree(AT_FDCWD, \"/x\", OPEN_TREE_CLONE) = -1 EPERM (Operation not permitted)\n";
+    let calls = helper_calls(trace);
+    let shown: Vec<(&str, &str, bool)> = calls.iter().map(|c| (c.name.as_str(), c.args.as_str(), c.failed)).collect();
+    assert_eq!(
+        shown,
+        [
+            ("unshare", "CLONE_NEWNS|CLONE_NEWUSER", false),
+            ("clone", ", child_tidptr=0x7f661a852f50", false),
+            ("mount_setattr", "AT_FDCWD, \"/\", AT_RECURSIVE, {attr_set=MOUNT_ATTR_RDONLY}, 32", false),
+            ("open_tree", "AT_FDCWD, \"/x\", OPEN_TREE_CLONE", true),
+        ]
+    );
 }
 
 /// strace's argument list split at top-level commas (not inside quotes, brackets or braces).
@@ -839,6 +991,62 @@ fn split_args(args: &str) -> Vec<String> {
     }
     out.push(current.trim().to_string());
     out
+}
+
+/// The calls a source text makes through `libc::syscall(libc::SYS_name, …)`: each name, with the call's
+/// arguments as written (the first is the call's number).
+fn raw_syscalls(text: &str) -> Vec<(String, Vec<String>)> {
+    let mut out = vec![];
+    for (at, found) in text.match_indices("syscall(") {
+        let rest = &text[at + found.len()..];
+        let Some(name) = rest.trim_start().strip_prefix("libc::SYS_") else { continue };
+        let name: String = name.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        // The arguments up to the parenthesis that closes the call.
+        let mut depth = 0_i32;
+        let mut quoted = false;
+        let end = rest.char_indices().find_map(|(i, c)| {
+            match c {
+                '"' => quoted = !quoted,
+                '(' if !quoted => depth += 1,
+                ')' if !quoted && depth == 0 => return Some(i),
+                ')' if !quoted => depth -= 1,
+                _ => {}
+            }
+            None
+        });
+        let inner = &rest[..end.unwrap_or(rest.len())];
+        let args = split_args(inner).into_iter().filter(|a| !a.is_empty()).collect();
+        out.push((name, args));
+    }
+    out
+}
+
+/// A flags argument as the helper's source writes it (`A | libc::B as libc::c_uint | 0x10`), by the names of
+/// [`MOUNT_API_FLAGS`].
+fn source_flags(expression: &str) -> Result<u64, String> {
+    let mut value = 0;
+    for word in expression.split('|') {
+        let word = word.split_once(" as ").map_or(word, |(w, _)| w).trim();
+        let word = word.strip_prefix("libc::").unwrap_or(word);
+        let number = word.strip_prefix("0x").map_or_else(|| word.parse().ok(), |h| u64::from_str_radix(h, 16).ok());
+        value |=
+            flag(MOUNT_API_FLAGS, word).or(number).ok_or_else(|| format!("a flag this check does not know: {word}"))?;
+    }
+    Ok(value)
+}
+
+/// `const NAME: type = value;` integer constants in a source text.
+fn constants(text: &str) -> Vec<(String, u64)> {
+    text.lines()
+        .filter_map(|line| {
+            let line = line.trim_start().trim_start_matches("pub ");
+            let (name, rest) = line.strip_prefix("const ")?.split_once(':')?;
+            let value = rest.split_once('=')?.1.trim().strip_suffix(';')?.trim().replace('_', "");
+            let value =
+                value.strip_prefix("0x").map_or_else(|| value.parse().ok(), |h| u64::from_str_radix(h, 16).ok())?;
+            Some((name.trim().to_string(), value))
+        })
+        .collect()
 }
 
 /// `Prefix::NAME` tokens in a source text, without the prefix.

@@ -119,3 +119,33 @@ async fn once_without_a_task_forks_no_worker() {
     assert!(log.contains("turn finished"), "the log is written: {log}");
     assert!(!log.contains("local worker started"), "a one-shot run without a task started workers: {log}");
 }
+
+/// Red-team report `repro_terminal_escape.sh`: the reply went to the terminal raw, so the model could write the
+/// clipboard (OSC 52), clear the screen, retitle the window or send an 8-bit CSI. It prints as text without the
+/// control characters.
+const HOSTILE_REPLY: &str = "hello \x1b]52;c;cm0gLXJmIH4K\x07 \x1b[2J \u{9b}31m \x1b]0;PWNED\x07 \x1bP$q\x1b\\ end";
+const SHOWN_REPLY: &str = "hello ]52;c;cm0gLXJmIH4K [2J 31m ]0;PWNED P$q\\ end";
+
+#[tokio::test]
+async fn once_prints_the_reply_without_terminal_control_characters() {
+    let llm = ScriptedLlm::start(vec![Script::new("hi", vec![Reply::text(HOSTILE_REPLY)])]).await;
+    let home = Home::new(&llm.base_url(), "");
+    let output = run(home.minibot(&["console", "--once", "hi"])).await;
+    assert!(output.status.success(), "stderr: {}", stderr(&output));
+    assert_eq!(stdout(&output), format!("{SHOWN_REPLY}\n"));
+}
+
+#[tokio::test]
+async fn the_interactive_console_prints_the_reply_without_terminal_control_characters() {
+    let llm = ScriptedLlm::start(vec![Script::new("hi", vec![Reply::text(HOSTILE_REPLY)])]).await;
+    let home = Home::new(&llm.base_url(), "");
+    let mut terminal = minibot_e2e::Terminal::start(&home);
+    terminal.wait_for("you> ").await;
+    terminal.type_line("hi");
+    let screen = terminal.wait_for(" end").await;
+    terminal.exit().await;
+    assert!(screen.contains(SHOWN_REPLY), "{screen:?}");
+    for sequence in ["\x1b]52", "\x1b]0;", "\x1b[2J", "\u{9b}", "\x1bP"] {
+        assert!(!screen.contains(sequence), "{sequence:?} reached the terminal: {screen:?}");
+    }
+}

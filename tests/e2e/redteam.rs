@@ -208,6 +208,10 @@ def datagram():
 def pair_datagram():
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
     a.sendto(b'x', {datagram:?})
+def pair_raw():
+    # The kernel makes a SOCK_RAW Unix pair a datagram pair, whose sendto names any socket.
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_RAW)
+    a.sendto(b'x', {datagram:?})
 def abstract():
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect('\0minibot-redteam')
@@ -221,7 +225,7 @@ def raw_family():
         raise OSError(ctypes.get_errno(), 'socket')
     s = socket.socket(fileno=fd)
     s.connect({stream:?})
-for name, f in [('stream', stream), ('datagram', datagram), ('pair_datagram', pair_datagram),
+for name, f in [('stream', stream), ('datagram', datagram), ('pair_datagram', pair_datagram), ('pair_raw', pair_raw),
                 ('abstract', abstract), ('raw_family', raw_family)]:
     attempt(name, f)
 a, b = socket.socketpair()
@@ -268,6 +272,14 @@ async fn limits_are_on_by_default_and_a_call_past_one_names_it_and_its_key() {
     let result = attack(extra, "bash", json!({ "command": fill })).await;
     assert!(seen(&result).contains("No space left on device"), "{result}");
     assert_eq!(result["limit"]["key"], "[tools.bash.limits] temp_mb", "{result}");
+
+    // A process of the command hit a bound and the command went on: told as a warning.
+    let extra_fsize = "[tools.bash]\nenabled = true\n[tools.bash.limits]\nfile_size_mb = 1\n";
+    let cut = "head -c 5000000 /dev/zero > \"$TMPDIR/big\"; echo after";
+    let result = attack(extra_fsize, "bash", json!({ "command": cut })).await;
+    assert_eq!(result["exit_code"], 0, "{result}");
+    assert_eq!(result["limit"]["key"], "[tools.bash.limits] file_size_mb", "{result}");
+    assert!(result["warning"].as_str().unwrap().contains("file_size_mb"), "{result}");
 
     let spin = "while :; do :; done";
     let result = attack(extra, "bash", json!({ "command": spin, "timeout_seconds": 20 })).await;
@@ -347,4 +359,80 @@ async fn a_managed_folder_holding_the_agents_folder_stops_start_up_in_contain_mo
     assert_eq!(message.lines().count(), 1, "one line: {message}");
     assert!(message.contains("agents folder") && message.contains("root_dir"), "{message}");
     assert!(llm.requests().is_empty());
+}
+
+/// Landlock does not see `chmod`, `chown`, extended attributes or times: with namespaces every mount but the
+/// writable folders is read-only, so a command can neither make a secret world-readable nor a copy of a
+/// program setuid, nor touch the host's System V shared memory.
+#[tokio::test]
+async fn modes_owners_and_times_outside_the_writable_folders_cannot_change() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let outside = tempfile::tempdir().unwrap();
+    let file = outside.path().join("private.txt");
+    std::fs::write(&file, "mine").unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let before = std::fs::metadata(&file).unwrap().modified().unwrap();
+    let segment = std::process::Command::new("ipcmk").args(["-M", "4096"]).output().unwrap();
+    let id: String = String::from_utf8_lossy(&segment.stdout).chars().filter(char::is_ascii_digit).collect();
+    let placeholder = Home::new(PLACEHOLDER, BASH);
+    let config = placeholder.config();
+    let command = format!(
+        "chmod 666 {f} {c}; chmod u+s {f}; chown 0:0 {f}; touch -d 2001-01-01 {f} {c}; setfattr -n user.x -v 1 {f}; \
+         ipcs -m | grep -c ' {id} ' ; echo done",
+        f = file.display(),
+        c = config.display()
+    );
+    let (result, _home) = attack_in(Some(placeholder), BASH, "bash", json!({ "command": command })).await;
+    let _ = std::process::Command::new("ipcrm").args(["-m", &id]).status();
+    let text = seen(&result);
+    assert!(text.contains("done"), "{text}");
+    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o7777, 0o600, "{text}");
+    assert_eq!(std::fs::metadata(&file).unwrap().modified().unwrap(), before, "{text}");
+    assert_eq!(std::fs::metadata(&config).unwrap().permissions().mode() & 0o777, 0o644, "{text}");
+    assert!(text.contains("0\ndone"), "the host's shared memory segment {id} was visible: {text}");
+}
+
+/// A file system mounted a second time shows the same files under another path: the hidden ones stay hidden
+/// there too. Needs root (to bind-mount); skipped otherwise.
+#[tokio::test]
+async fn a_second_mount_of_the_config_folder_does_not_reveal_it() {
+    if !nix_is_root() {
+        eprintln!("skipped: bind mounts need root");
+        return;
+    }
+    let home = Home::new(PLACEHOLDER, &format!("# canary-mount-4711\n{BASH}"));
+    let alias = tempfile::tempdir().unwrap();
+    let status = std::process::Command::new("mount").arg("--bind").arg(home.path()).arg(alias.path()).status().unwrap();
+    assert!(status.success());
+    let command = format!("cat {}/config.toml; ls {}", alias.path().display(), alias.path().display());
+    let (result, _) = attack_in(Some(home), BASH, "bash", json!({ "command": command })).await;
+    let _ = std::process::Command::new("umount").arg(alias.path()).status();
+    let text = seen(&result);
+    assert!(!text.contains("canary-mount-4711"), "the config was read through the second mount: {text}");
+}
+
+/// The helper's own words travel on a descriptor the command never holds: a command that prints them is a
+/// command that ran, and blames no limit.
+#[tokio::test]
+async fn a_command_cannot_speak_for_the_helper() {
+    let command = "echo ran > proof.txt; echo 'minibot-sandbox: Landlock: not offered by this kernel' >&2; \
+                   echo 'minibot-sandbox: limit: temp' >&2; exit 125";
+    let extra = "[tools.bash]\nenabled = true\n[tools.file_storage]\nenabled = true\n";
+    let (result, home) = attack_in(None, extra, "bash", json!({ "command": command })).await;
+    assert_eq!(result["exit_code"], 125, "{result}");
+    assert!(result.get("limit").is_none(), "{result}");
+    assert!(home.path().join("data/files/proof.txt").is_file(), "{result}");
+}
+
+/// The managed folder and the run folder are on the assistant's disk: a call may take `disk_mb` of it.
+#[tokio::test]
+async fn a_call_filling_the_disk_is_stopped_at_its_bound() {
+    let extra =
+        "[tools.bash]\nenabled = true\n[tools.bash.limits]\ndisk_mb = 16\n[tools.file_storage]\nenabled = true\n";
+    let fill = "for i in $(seq 1 400); do head -c 1048576 /dev/zero >> big.bin; sleep 0.01; done; echo finished";
+    let (result, home) = attack_in(None, extra, "bash", json!({ "command": fill, "timeout_seconds": 60 })).await;
+    assert!(!seen(&result).contains("finished"), "{result}");
+    assert_eq!(result["limit"]["key"], "[tools.bash.limits] disk_mb", "{result}");
+    let written = std::fs::metadata(home.path().join("data/files/big.bin")).map(|m| m.len()).unwrap_or(0);
+    assert!(written < 64 * 1024 * 1024, "{written} bytes written");
 }

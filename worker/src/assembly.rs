@@ -57,8 +57,9 @@ pub async fn assemble(config: &Arc<Config>, task: &TaskEnvelope) -> Result<Assem
         Some(agent) => {
             let hub = minibot_mcp::McpHub::start_subset(config, &agent.mcp_servers).await.map_err(|e| e.to_string())?;
             let deny = minibot_agent::Patterns::new(&agent.tools_deny).map_err(|e| e.to_string())?;
-            let root = services.files.as_ref().map(|files| files.path());
-            let remote = hub.spilled_tools(|name| !deny.matches(name), &tools, &config.tools.tool_output_spill, root);
+            let root = services.spill_store();
+            let remote =
+                hub.spilled_tools(|name| !deny.matches(name), &tools, &config.tools.tool_output_spill, root.as_ref());
             tools.register_missing(&remote);
             Some(hub)
         }
@@ -69,7 +70,7 @@ pub async fn assemble(config: &Arc<Config>, task: &TaskEnvelope) -> Result<Assem
     // `[tools.safety_classifier]` checks a specialist's calls as it checks the main agent's; its questions go to
     // the task's chat through the worker's approver.
     let tools = match minibot_agent::SafetyClassifier::from_config(config).map_err(|e| e.to_string())? {
-        Some(classifier) => classifier.wrap(&tools),
+        Some(classifier) => classifier.wrap(&tools, services.spill_store().as_ref()),
         None => tools,
     };
     // get_settings reports these, not what the config enables.

@@ -35,7 +35,7 @@ pub use run::{
     REPEATED_ITERATION_REPLY, TIMEOUT_REPLY, TRUNCATED_REPLY, error_result,
 };
 pub use safety::{SafetyClassifier, SafetyConfigError};
-pub use spill::{SpillTool, wrap_with_spill};
+pub use spill::{SpillStore, SpillTool, SpilledFile, wrap_with_spill};
 pub use tool::{
     ARGUMENT_EXCERPT_CHARS, DynTool, MAX_ERROR_CHARS, Tool, ToolContext, ToolError, ToolResult, cap_error_message,
     dyn_tool, excerpt,

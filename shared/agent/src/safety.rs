@@ -14,13 +14,17 @@
 //! matched by the remote tool's name too, as the approval gate matches them.
 //!
 //! The wrapper goes around tools that may already spill long results to a managed file; a spilled result is
-//! checked by reading the file back, and the file is deleted when the result is withheld.
+//! checked by reading the file back, and the file is deleted when the result is withheld. Both go through the
+//! managed root's [`SpillStore`] by the root-relative `output_file_path`, never by the absolute path the result
+//! names: the result is the tool's to write (an MCP server can claim any path), and the folder it lies in is the
+//! model's to swap for a link.
 
 use crate::approval::{ApprovalDecision, ApprovalRequest};
 use crate::approval_detail::escape_capped;
 use crate::approval_gate::{LAZY_CALL_SUFFIX, ask_approval, decide, lazy_remote_name, matches_call};
 use crate::policy::{PatternError, Patterns};
 use crate::registry::ToolRegistry;
+use crate::spill::SpillStore;
 use crate::tool::{DynTool, ToolContext, ToolResult};
 use futures_util::future::BoxFuture;
 use minibot_config::Config;
@@ -141,14 +145,20 @@ impl SafetyClassifier {
         })))
     }
 
-    /// The tools of `registry`, those that `check_input` or `check_output` may match wrapped.
-    pub fn wrap(self: &Arc<Self>, registry: &ToolRegistry) -> ToolRegistry {
+    /// The tools of `registry`, those that `check_input` or `check_output` may match wrapped. `spills` is the
+    /// managed root their long results are spilled to (as given to [`crate::wrap_with_spill`]); without it a
+    /// spilled result cannot be read back, so it is unchecked and goes to the user.
+    pub fn wrap(self: &Arc<Self>, registry: &ToolRegistry, spills: Option<&Arc<dyn SpillStore>>) -> ToolRegistry {
         let mut out = ToolRegistry::new();
         for name in registry.names() {
             let Some(tool) = registry.get(&name) else { continue };
             let lazy = name.ends_with(LAZY_CALL_SUFFIX);
             if lazy || self.check_input.matches(&name) || self.check_output.matches(&name) {
-                out.register(Arc::new(SafetyTool { inner: Arc::clone(tool), classifier: Arc::clone(self) }));
+                out.register(Arc::new(SafetyTool {
+                    inner: Arc::clone(tool),
+                    classifier: Arc::clone(self),
+                    spills: spills.cloned(),
+                }));
             } else {
                 out.register(Arc::clone(tool));
             }
@@ -262,6 +272,7 @@ fn chunks(text: &str, size: usize, max: usize) -> Result<Vec<&str>, usize> {
 struct SafetyTool {
     inner: Arc<dyn DynTool>,
     classifier: Arc<SafetyClassifier>,
+    spills: Option<Arc<dyn SpillStore>>,
 }
 
 impl SafetyTool {
@@ -287,9 +298,11 @@ impl SafetyTool {
         let name = self.inner.name();
         let spilled = spilled_file(&value);
         let text = match &spilled {
-            Some(path) => read_spilled(path, self.classifier.max_chars, self.classifier.max_chunks)
-                .await
-                .map_err(|why| format!("the spilled result could not be read back: {why}")),
+            Some(path) => {
+                read_spilled(self.spills.clone(), path.clone(), self.classifier.max_chars, self.classifier.max_chunks)
+                    .await
+                    .map_err(|why| format!("the spilled result could not be read back: {why}"))
+            }
             None => Ok(match &value {
                 Value::String(text) => text.clone(),
                 other => other.to_string(),
@@ -313,8 +326,12 @@ impl SafetyTool {
                 format!("nobody could let it through ({})", why.trim_end_matches('.'))
             }
         };
-        if let Some(path) = spilled
-            && let Err(error) = tokio::fs::remove_file(&path).await
+        if let (Some(path), Some(store)) = (spilled, self.spills.clone())
+            && let Err(error) = run_blocking({
+                let path = path.clone();
+                move || store.remove_spilled(&path)
+            })
+            .await
         {
             tracing::warn!(path = %path, error = %error, "cannot delete a withheld spilled result");
         }
@@ -333,21 +350,38 @@ fn spilled_file(value: &Value) -> Option<String> {
     if value.get("output_storage").and_then(Value::as_str) != Some("managed_file") {
         return None;
     }
-    value.get("output_file_absolute_path").and_then(Value::as_str).map(str::to_string)
+    value.get("output_file_path").and_then(Value::as_str).map(str::to_string)
 }
 
 /// A spilled result's text, read only as far as the classifier could check it: a longer file fails the
-/// chunk count anyway, so it is not read whole.
-async fn read_spilled(path: &str, size: usize, max_chunks: usize) -> Result<String, String> {
-    use tokio::io::AsyncReadExt;
+/// chunk count anyway, so it is not read whole. `path` is relative to the managed root.
+async fn read_spilled(
+    store: Option<Arc<dyn SpillStore>>,
+    path: String,
+    size: usize,
+    max_chunks: usize,
+) -> Result<String, String> {
+    use std::io::Read as _;
+    let store = store.ok_or_else(|| "there is no managed root to read it from".to_string())?;
     let overlap = (size / 4).min(MAX_OVERLAP_CHARS);
     let checkable_chars = size.saturating_add((size - overlap).max(1).saturating_mul(max_chunks.saturating_sub(1)));
     // A character is at most 4 bytes; one byte more shows the file goes on.
-    let limit = checkable_chars.saturating_mul(4).saturating_add(1);
-    let file = tokio::fs::File::open(path).await.map_err(|e| e.to_string())?;
-    let mut bytes = Vec::new();
-    file.take(u64::try_from(limit).unwrap_or(u64::MAX)).read_to_end(&mut bytes).await.map_err(|e| e.to_string())?;
+    let limit = u64::try_from(checkable_chars.saturating_mul(4).saturating_add(1)).unwrap_or(u64::MAX);
+    let bytes = run_blocking(move || {
+        let mut bytes = Vec::new();
+        store.open_spilled(&path)?.take(limit).read_to_end(&mut bytes)?;
+        Ok(bytes)
+    })
+    .await
+    .map_err(|e| e.to_string())?;
     Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Runs a blocking file operation off the async threads.
+async fn run_blocking<T: Send + 'static>(
+    work: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> std::io::Result<T> {
+    tokio::task::spawn_blocking(work).await.map_err(|e| std::io::Error::other(e.to_string()))?
 }
 
 impl DynTool for SafetyTool {

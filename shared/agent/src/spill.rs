@@ -10,6 +10,11 @@
 //! limit. Length is measured on the JSON text the model would receive, with non-ASCII counted as its
 //! `\uXXXX` escape, as MiniBot did. Results that carry a `directive` (`send_file`, `self_insert_artifact`)
 //! keep it, so neither spilling nor cutting loses the side effect.
+//!
+//! The files are written through a [`SpillStore`], never by joining a path: the managed root is a folder the
+//! model's own commands can write (a contained `bash` runs there), so a folder on the way may have been swapped
+//! for a link to anywhere by the time the spill writes. The file tools' `ManagedRoot` is the store in the
+//! assistant; it does every operation through its directory handle, which refuses to leave the root.
 
 use crate::registry::ToolRegistry;
 use crate::tool::{DynTool, ToolContext, ToolResult};
@@ -17,7 +22,7 @@ use futures_util::future::BoxFuture;
 use minibot_config::ToolOutputSpillSection;
 use minibot_llm::ToolSpec;
 use serde_json::{Map, Value, json};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Tools that can read a spilled file back.
@@ -27,11 +32,33 @@ const SKILL_FLOOR_CHARS: usize = 64_000;
 /// Scalar fields longer than this are not copied into the spilled result.
 const SHORT_FIELD_CHARS: usize = 200;
 
+/// The managed root as the spill (and the safety check that reads spilled results back) uses it. Every
+/// operation must stay inside the root even when a folder on the way is, or becomes, a link: an implementation
+/// resolves from a handle on the root, not from a path string.
+pub trait SpillStore: Send + Sync {
+    /// Writes `bytes` to a new file `<subdir>/<prefix>XXXXXX<suffix>` below the root (never over an existing
+    /// one) and says where it went. A `subdir` that leads outside the root is an error.
+    fn create_spill(&self, subdir: &str, prefix: &str, suffix: &str, bytes: &[u8]) -> std::io::Result<SpilledFile>;
+    /// Opens a regular file below the root, by its path relative to the root, for reading.
+    fn open_spilled(&self, relative: &str) -> std::io::Result<std::fs::File>;
+    /// Deletes a file below the root, by its path relative to the root; a link at that name is removed, not
+    /// followed.
+    fn remove_spilled(&self, relative: &str) -> std::io::Result<()>;
+}
+
+/// Where a spilled result was saved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpilledFile {
+    /// Relative to the managed root, with `/` separators: what the model is shown and reads back.
+    pub relative: String,
+    pub absolute: PathBuf,
+}
+
 /// Where spilled files go and how big a result may be.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SpillSettings {
-    /// The managed-file root; `output_file_path` is shown relative to it.
-    pub root: PathBuf,
+    /// The managed-file root, which writes the files.
+    pub store: Arc<dyn SpillStore>,
     /// Folder under the root for spilled files.
     pub subdir: String,
     pub spill_after_chars: usize,
@@ -79,10 +106,14 @@ impl SpillTool {
 /// Wraps every tool of `registry` for spill when spill is on and a managed root exists, except the
 /// `exclude_tools`; a tool that declares its own limit is wrapped either way, to be cut there when it does not
 /// spill. Tools with neither are returned as they are.
-pub fn wrap_with_spill(registry: &ToolRegistry, config: &ToolOutputSpillSection, root: Option<&Path>) -> ToolRegistry {
-    let settings = root.filter(|_| config.enabled).map(|root| {
+pub fn wrap_with_spill(
+    registry: &ToolRegistry,
+    config: &ToolOutputSpillSection,
+    root: Option<&Arc<dyn SpillStore>>,
+) -> ToolRegistry {
+    let settings = root.filter(|_| config.enabled).map(|store| {
         Arc::new(SpillSettings {
-            root: root.to_path_buf(),
+            store: Arc::clone(store),
             subdir: config.subdir.clone(),
             spill_after_chars: usize::try_from(config.spill_after_chars).unwrap_or(usize::MAX),
             preview_chars: usize::try_from(config.preview_chars).unwrap_or(usize::MAX),
@@ -165,16 +196,15 @@ impl SpillTool {
         let bytes = text.into_bytes();
         let size = bytes.len();
         let written =
-            tokio::task::spawn_blocking(move || write_file(&target.root, &target.subdir, &prefix, suffix, &bytes))
+            tokio::task::spawn_blocking(move || target.store.create_spill(&target.subdir, &prefix, suffix, &bytes))
                 .await
                 .map_err(|e| std::io::Error::other(e.to_string()))
                 .and_then(|r| r);
         match written {
-            Ok(path) => {
-                let relative = path.strip_prefix(&settings.root).map(|p| p.display().to_string()).ok();
+            Ok(file) => {
                 out.insert("output_storage".into(), json!("managed_file"));
-                out.insert("output_file_path".into(), json!(relative.unwrap_or_else(|| path.display().to_string())));
-                out.insert("output_file_absolute_path".into(), json!(path.display().to_string()));
+                out.insert("output_file_path".into(), json!(file.relative));
+                out.insert("output_file_absolute_path".into(), json!(file.absolute.display().to_string()));
                 out.insert("output_bytes_written".into(), json!(size));
                 out.insert("output_preview".into(), json!(preview));
                 out.insert(
@@ -275,17 +305,4 @@ fn short_fields(value: &Value) -> Map<String, Value> {
 
 fn safe_name(name: &str) -> String {
     name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).take(60).collect()
-}
-
-fn write_file(root: &Path, subdir: &str, prefix: &str, suffix: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
-    // The subdir comes from config; refuse one that climbs out of the root rather than trust it.
-    if Path::new(subdir).is_absolute() || subdir.split('/').any(|p| p == "..") {
-        return Err(std::io::Error::other("spill subdir must be a relative path inside the managed root"));
-    }
-    let folder = root.join(subdir);
-    std::fs::create_dir_all(&folder)?;
-    let file = tempfile::Builder::new().prefix(prefix).suffix(suffix).rand_bytes(6).tempfile_in(&folder)?;
-    std::fs::write(file.path(), bytes)?;
-    let (_, path) = file.keep().map_err(|e| e.error)?;
-    Ok(path)
 }

@@ -7,14 +7,13 @@ use crate::lazy::{LazyCallTool, LazyListTool};
 use crate::paths::resolve_launch_paths;
 use crate::server::{McpServer, RemoteTool};
 use futures_util::future::{BoxFuture, join_all};
-use minibot_agent::{DynTool, ToolContext, ToolRegistry, ToolResult};
+use minibot_agent::{DynTool, SpillStore, ToolContext, ToolRegistry, ToolResult};
 use minibot_config::Config;
 use minibot_config::schema::{McpMode, ToolOutputSpillSection};
 use minibot_llm::ToolSpec;
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::sync::{Arc, PoisonError, RwLock, Weak};
 use std::time::Duration;
 
@@ -154,7 +153,7 @@ impl McpHub {
         keep: impl Fn(&str) -> bool,
         base: &ToolRegistry,
         spill: &ToolOutputSpillSection,
-        root: Option<&Path>,
+        root: Option<&Arc<dyn SpillStore>>,
     ) -> ToolRegistry {
         let mut remote = ToolRegistry::new();
         for tool in self.tools() {

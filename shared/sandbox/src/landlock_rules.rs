@@ -113,10 +113,8 @@ const SOCKET_FOLDERS: &[&str] = &["/run", "/var/run", "/tmp/.X11-unix"];
 fn expand_hidden(policy: &Policy) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let sockets = SOCKET_FOLDERS.iter().map(PathBuf::from);
-    let runtime_dir = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from);
     // Only those that exist: a hidden path makes every folder on its way enumerated, and /tmp can be large.
-    let mut extra: Vec<PathBuf> =
-        if policy.network { Vec::new() } else { sockets.chain(runtime_dir).filter(|p| p.exists()).collect() };
+    let mut extra: Vec<PathBuf> = if policy.network { Vec::new() } else { sockets.filter(|p| p.exists()).collect() };
     // Left out whole; the devices a command needs are granted one by one.
     extra.push(PathBuf::from(DEV));
     for path in policy.hidden.iter().chain(&extra) {
@@ -124,6 +122,14 @@ fn expand_hidden(policy: &Policy) -> Vec<PathBuf> {
             if !out.contains(&form) {
                 out.push(form);
             }
+        }
+    }
+    // The same files can be reached through another mount of their file system (a bind mount of the home
+    // folder elsewhere): hidden there too.
+    let mounts = crate::mounts::read();
+    for alias in crate::mounts::aliases(&mounts, &out) {
+        if !out.contains(&alias) {
+            out.push(alias);
         }
     }
     out

@@ -24,6 +24,7 @@ pub mod probe;
 
 #[cfg(target_os = "linux")]
 mod landlock_rules;
+pub mod mounts;
 #[cfg(target_os = "linux")]
 mod namespaces;
 #[cfg(target_os = "linux")]
@@ -34,7 +35,18 @@ pub mod supervise;
 pub use locate::{Helper, helper, serve_if_asked};
 #[cfg(target_os = "linux")]
 pub use open::open_without_links;
-pub use policy::{Limits, MAX_REQUEST_BYTES, Policy, Request, SETUP_FAILED_EXIT, SETUP_FAILED_PREFIX, TempSpace};
+pub use policy::{
+    DiskBound, Limits, MAX_REQUEST_BYTES, Policy, Request, SETUP_FAILED_EXIT, SETUP_FAILED_PREFIX, TempSpace,
+};
+
+/// The descriptor on which the helper reports its own failures and the bounds a command ran into, when the
+/// tool passes one: the command never holds it, so nothing it prints can speak for the helper. Without it
+/// (the helper run by hand) the reports go to stderr.
+pub const STATUS_FD: i32 = 3;
+/// Report lines (after [`SETUP_FAILED_PREFIX`]): the capped temp folder filled up; the disk bound was passed.
+pub const LIMIT_TEMP: &str = "limit: temp";
+pub const LIMIT_DISK: &str = "limit: disk";
+pub const LIMIT_FILES: &str = "limit: files";
 
 /// The helper's argument that makes it read a [`Request`] from standard input and run it.
 pub const RUN_ARG: &str = "--run";
@@ -52,6 +64,7 @@ pub fn helper_main(args: Vec<std::ffi::OsString>) -> ! {
             }
             std::process::exit(0);
         }
+        status::find();
         if args.len() != 1 || args[0] != RUN_ARG {
             fail(&"usage: minibot-sandbox --probe | minibot-sandbox --run (the request on standard input)");
         }
@@ -79,11 +92,45 @@ fn unsafe_stdin() -> std::fs::File {
     unsafe { std::fs::File::from_raw_fd(0) }
 }
 
-/// The helper's own failure: one line after [`SETUP_FAILED_PREFIX`] and exit [`SETUP_FAILED_EXIT`].
+/// The helper's own failure: one line after [`SETUP_FAILED_PREFIX`] on the status channel and exit
+/// [`SETUP_FAILED_EXIT`].
 pub(crate) fn fail(error: &dyn std::fmt::Display) -> ! {
-    use std::io::Write as _;
-    let _ = writeln!(std::io::stderr(), "{SETUP_FAILED_PREFIX}{error}");
+    status::report(&error.to_string());
     std::process::exit(SETUP_FAILED_EXIT)
+}
+
+/// Where the helper's reports go: [`STATUS_FD`] when it was open at the start, stderr otherwise.
+pub(crate) mod status {
+    use std::io::Write as _;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    static OPEN: AtomicBool = AtomicBool::new(false);
+
+    /// Notes whether the tool passed a status descriptor. Called before the helper opens anything itself.
+    #[allow(unsafe_code)]
+    pub fn find() {
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: F_GETFD only asks about a descriptor number; it touches no memory.
+            let open = unsafe { libc::fcntl(super::STATUS_FD, libc::F_GETFD) } >= 0;
+            OPEN.store(open, Ordering::Relaxed);
+        }
+    }
+
+    /// Writes one report line (the prefix is added).
+    #[allow(unsafe_code)]
+    pub fn report(line: &str) {
+        let text = format!("{}{line}\n", super::SETUP_FAILED_PREFIX);
+        #[cfg(target_os = "linux")]
+        if OPEN.load(Ordering::Relaxed) {
+            // SAFETY: writes the bytes of `text` to a descriptor the helper holds open for its whole life.
+            unsafe {
+                libc::write(super::STATUS_FD, text.as_ptr().cast(), text.len());
+            }
+            return;
+        }
+        let _ = std::io::stderr().write_all(text.as_bytes());
+    }
 }
 
 /// Why the sandbox could not be set up. The helper prints it after [`SETUP_FAILED_PREFIX`] and exits with

@@ -1,4 +1,4 @@
-//! New user, pid and mount namespaces for one command, set up by an unprivileged process: the user
+//! New user, pid, mount and IPC namespaces for one command, set up by an unprivileged process: the user
 //! namespace grants the rights to create the others. The ids map to themselves, so files the command writes
 //! belong to the assistant's user, and the capabilities the namespace grants are gone once the command execs
 //! as that (non-root) user; a root assistant stays root inside, held by Landlock and seccomp.
@@ -14,7 +14,10 @@ use nix::unistd::{getgid, getuid};
 pub fn enter() -> Result<(), SandboxError> {
     let uid = getuid();
     let gid = getgid();
-    let flags = CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID;
+    // A new IPC namespace too: the host's System V shared memory and message queues of the same user are out of
+    // reach, and whatever the command leaves there goes with the namespace.
+    let flags =
+        CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWIPC;
     unshare(flags).map_err(|e| SandboxError::Namespaces(format!("unshare: {e}")))?;
     let write = |file: &str, text: String| {
         std::fs::write(file, text).map_err(|e| SandboxError::Namespaces(format!("cannot write {file}: {e}")))
@@ -82,3 +85,83 @@ pub fn mount_private_pts() -> Result<(), SandboxError> {
 
 pub const PTS: &str = "/dev/pts";
 pub const PTMX: &str = "/dev/ptmx";
+
+/// Makes every mount read-only but the command's writable folders, which stay as they were (bound back on
+/// top). Landlock refuses writes, but not `chmod`, `chown`, extended attributes or times: on a read-only mount
+/// those fail too, so the command cannot make the config world-readable or a copy of a shell setuid. Called by
+/// the namespace's pid 1, before anything else is mounted.
+#[allow(unsafe_code)]
+pub fn make_read_only(writable: &[std::path::PathBuf]) -> Result<(), SandboxError> {
+    use std::os::fd::{FromRawFd as _, OwnedFd};
+    use std::os::unix::ffi::OsStrExt as _;
+    const OPEN_TREE_CLONE: libc::c_uint = 1;
+    const AT_RECURSIVE: libc::c_uint = 0x8000;
+    const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 4;
+    const MOUNT_ATTR_RDONLY: u64 = 1;
+    #[repr(C)]
+    struct MountAttr {
+        attr_set: u64,
+        attr_clr: u64,
+        propagation: u64,
+        userns_fd: u64,
+    }
+    let c_path = |path: &std::path::Path| {
+        std::ffi::CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| SandboxError::Namespaces(format!("{} contains a NUL byte", path.display())))
+    };
+    let mut clones = Vec::with_capacity(writable.len());
+    for folder in writable {
+        let text = c_path(folder)?;
+        // SAFETY: `text` is a NUL-terminated path; open_tree only reads it and returns a new descriptor.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_open_tree,
+                libc::AT_FDCWD,
+                text.as_ptr(),
+                OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint | AT_RECURSIVE,
+            )
+        };
+        if fd < 0 {
+            let e = std::io::Error::last_os_error();
+            return Err(SandboxError::Namespaces(format!("cannot keep {} writable: {e}", folder.display())));
+        }
+        let fd = i32::try_from(fd).map_err(|_| SandboxError::Namespaces("descriptor out of range".into()))?;
+        // SAFETY: a new descriptor that nothing else owns.
+        clones.push((unsafe { OwnedFd::from_raw_fd(fd) }, text));
+    }
+    let attr = MountAttr { attr_set: MOUNT_ATTR_RDONLY, attr_clr: 0, propagation: 0, userns_fd: 0 };
+    // SAFETY: "/" is a NUL-terminated path and `attr` a fully initialised mount_attr of the size passed.
+    let done = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            c"/".as_ptr(),
+            AT_RECURSIVE,
+            &attr as *const MountAttr,
+            size_of::<MountAttr>(),
+        )
+    };
+    if done < 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(SandboxError::Namespaces(format!("cannot make the file system read-only: {e}")));
+    }
+    for (fd, target) in &clones {
+        use std::os::fd::AsRawFd as _;
+        // SAFETY: a descriptor we own, an empty path with F_EMPTY_PATH, and a NUL-terminated target.
+        let moved = unsafe {
+            libc::syscall(
+                libc::SYS_move_mount,
+                fd.as_raw_fd(),
+                c"".as_ptr(),
+                libc::AT_FDCWD,
+                target.as_ptr(),
+                MOVE_MOUNT_F_EMPTY_PATH,
+            )
+        };
+        if moved < 0 {
+            let e = std::io::Error::last_os_error();
+            return Err(SandboxError::Namespaces(format!("cannot keep {} writable: {e}", target.to_string_lossy())));
+        }
+    }
+    Ok(())
+}

@@ -29,6 +29,17 @@ pub struct Policy {
     /// `read_write`), so the command cannot fill the disk through `$TMPDIR`.
     #[serde(default)]
     pub temp: Option<TempSpace>,
+    /// How much the command may take of the disks under its writable folders; past it the helper stops it.
+    #[serde(default)]
+    pub disk: Option<DiskBound>,
+}
+
+/// Measured as the drop in free space and free inodes of the file systems holding the writable folders, every
+/// quarter second while the command runs: a quota without quota support.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiskBound {
+    pub bytes: u64,
+    pub files: u64,
 }
 
 /// The command's `$TMPDIR` and how much it may hold.
@@ -97,15 +108,23 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// Applies the limits (and no core files) to this process with `setrlimit`. Allocates nothing, so it may
-    /// run between fork and exec.
+    /// Applies the limits (and no core files) to this process with `setrlimit`, each clamped to the inherited
+    /// hard limit (which an unprivileged process cannot raise). Allocates nothing, so it may run between fork
+    /// and exec.
     #[cfg(target_os = "linux")]
     pub fn apply(&self) -> Result<(), nix::Error> {
-        use nix::sys::resource::{Resource, setrlimit};
-        setrlimit(Resource::RLIMIT_CORE, 0, 0)?;
+        use nix::sys::resource::{Resource, getrlimit, setrlimit};
+        let set = |resource: Resource, soft: u64, hard: u64| -> Result<(), nix::Error> {
+            let (_, inherited) = getrlimit(resource)?;
+            let hard = hard.min(inherited);
+            setrlimit(resource, soft.min(hard), hard)
+        };
+        // 1, not 0: a core_pattern that pipes to a program (apport, systemd-coredump) ignores 0 but gives up on 1,
+        // and a file core needs at least a page.
+        set(Resource::RLIMIT_CORE, 1, 1)?;
         if let Some(seconds) = self.cpu_seconds {
             // A hard limit above the soft one: the command gets SIGXCPU (which names the limit) before SIGKILL.
-            setrlimit(Resource::RLIMIT_CPU, seconds, seconds.saturating_add(2))?;
+            set(Resource::RLIMIT_CPU, seconds, seconds.saturating_add(2))?;
         }
         let pairs = [
             (Resource::RLIMIT_AS, self.memory_bytes),
@@ -116,7 +135,7 @@ impl Limits {
         ];
         for (resource, value) in pairs {
             if let Some(value) = value {
-                setrlimit(resource, value, value)?;
+                set(resource, value, value)?;
             }
         }
         Ok(())

@@ -90,9 +90,63 @@ fn int_condition(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompConditi
     SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value).map_err(|e| SandboxError::Seccomp(e.to_string()))
 }
 
-/// Terminal ioctls refused: push a character into a terminal's input (`TIOCSTI`), the console's selection and
-/// paste (`TIOCLINUX`), redirect the console (`TIOCCONS`).
-const TERMINAL_IOCTLS: &[u64] = &[0x5412, 0x541C, 0x541D];
+/// ioctls refused: push a character into a terminal's input (`TIOCSTI`), the console's selection and paste
+/// (`TIOCLINUX`), redirect the console (`TIOCCONS`); set inode flags (`FS_IOC_SETFLAGS` and its 32-bit form,
+/// `FS_IOC_FSSETXATTR`: immutable, append-only), which Landlock does not see.
+const REFUSED_IOCTLS: &[u64] = &[0x5412, 0x541C, 0x541D, 0x4008_6602, 0x4004_6602, 0x401C_5820];
+
+/// Socket types `socketpair` may make: stream and seqpacket, whose sends never name an address. A datagram
+/// pair (`SOCK_DGRAM`, or `SOCK_RAW`, which the kernel makes a datagram pair) could `sendto` any named socket.
+const PAIR_TYPES: &[u64] = &[1, 5];
+
+/// Without namespaces, the calls that reach other processes of the user by pid (Landlock scopes only signals
+/// and abstract sockets): resource limits, priorities, CPU affinity and scheduling; refused unless they name
+/// the caller itself (pid 0) — argument index of the pid.
+const OTHERS_BY_PID: &[(libc::c_long, u8)] = &[
+    (libc::SYS_prlimit64, 0),
+    (libc::SYS_setpriority, 1),
+    (libc::SYS_ioprio_set, 1),
+    (libc::SYS_sched_setaffinity, 0),
+    (libc::SYS_sched_setscheduler, 0),
+    (libc::SYS_sched_setparam, 0),
+    (libc::SYS_sched_setattr, 0),
+];
+
+/// Without namespaces (no read-only mounts) or an IPC namespace of its own: changes to files' modes, owners and
+/// extended attributes, which Landlock does not see (a config made world-readable, a setuid copy of a shell),
+/// and the host's System V and POSIX IPC.
+const REFUSED_WITHOUT_NAMESPACES: &[libc::c_long] = &[
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_chmod,
+    libc::SYS_fchmod,
+    libc::SYS_fchmodat,
+    libc::SYS_fchmodat2,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_chown,
+    libc::SYS_fchown,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_lchown,
+    libc::SYS_fchownat,
+    libc::SYS_setxattr,
+    libc::SYS_lsetxattr,
+    libc::SYS_fsetxattr,
+    libc::SYS_removexattr,
+    libc::SYS_lremovexattr,
+    libc::SYS_fremovexattr,
+    libc::SYS_shmget,
+    libc::SYS_shmat,
+    libc::SYS_shmctl,
+    libc::SYS_msgget,
+    libc::SYS_msgsnd,
+    libc::SYS_msgrcv,
+    libc::SYS_msgctl,
+    libc::SYS_semget,
+    libc::SYS_semop,
+    libc::SYS_semtimedop,
+    libc::SYS_semctl,
+    libc::SYS_mq_open,
+    libc::SYS_mq_unlink,
+];
 
 /// Socket families allowed with network on.
 const NETWORK_FAMILIES: &[i32] = &[libc::AF_INET, libc::AF_INET6, libc::AF_NETLINK];
@@ -101,9 +155,18 @@ fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, SandboxError> 
     SeccompRule::new(conditions).map_err(|e| SandboxError::Seccomp(e.to_string()))
 }
 
-/// The filters, in the order they are installed. Needs `no_new_privs` (Landlock set it).
-fn programs(network: bool) -> Result<Vec<BpfProgram>, SandboxError> {
+/// The filters, in the order they are installed. Needs `no_new_privs` (Landlock set it). `namespaces`: the
+/// command runs in the helper's namespaces (read-only mounts, its own IPC and pids).
+fn programs(network: bool, namespaces: bool) -> Result<Vec<BpfProgram>, SandboxError> {
     let mut denied: BTreeMap<i64, Vec<SeccompRule>> = DENIED.iter().map(|nr| (*nr, Vec::new())).collect();
+    if !namespaces {
+        for nr in REFUSED_WITHOUT_NAMESPACES {
+            denied.insert(*nr, Vec::new());
+        }
+        for (nr, arg) in OTHERS_BY_PID {
+            denied.insert(*nr, vec![rule(vec![int_condition(*arg, SeccompCmpOp::Ne, 0)?])?]);
+        }
+    }
     let clone_rules = NAMESPACE_FLAGS
         .iter()
         .map(|flag| {
@@ -112,7 +175,7 @@ fn programs(network: bool) -> Result<Vec<BpfProgram>, SandboxError> {
         })
         .collect::<Result<Vec<_>, _>>()?;
     denied.insert(libc::SYS_clone, clone_rules);
-    let ioctls = TERMINAL_IOCTLS
+    let ioctls = REFUSED_IOCTLS
         .iter()
         .map(|request| rule(vec![int_condition(1, SeccompCmpOp::Eq, *request)?]))
         .collect::<Result<Vec<_>, _>>()?;
@@ -131,10 +194,14 @@ fn programs(network: bool) -> Result<Vec<BpfProgram>, SandboxError> {
             .collect::<Result<Vec<_>, _>>()?;
         vec![rule(conditions)?]
     };
-    let dgram = u64::from(libc::SOCK_DGRAM.unsigned_abs());
-    // The type carries SOCK_NONBLOCK and SOCK_CLOEXEC in its upper bits; the low four are the type.
-    let pair_rule = rule(vec![int_condition(1, SeccompCmpOp::MaskedEq(0xf), dgram)?])?;
-    let sockets = BTreeMap::from([(libc::SYS_socket, socket_rule), (libc::SYS_socketpair, vec![pair_rule])]);
+    // Refused: a family other than Unix, or a type (the low four bits; SOCK_NONBLOCK and SOCK_CLOEXEC sit above
+    // them) other than the allowed ones.
+    let unix = u64::from(libc::AF_UNIX.unsigned_abs());
+    let mut pair_rules = vec![rule(vec![int_condition(0, SeccompCmpOp::Ne, unix)?])?];
+    for kind in (0..16u64).filter(|kind| !PAIR_TYPES.contains(kind)) {
+        pair_rules.push(rule(vec![int_condition(1, SeccompCmpOp::MaskedEq(0xf), kind)?])?);
+    }
+    let sockets = BTreeMap::from([(libc::SYS_socket, socket_rule), (libc::SYS_socketpair, pair_rules)]);
     out.push(compile(sockets, SeccompAction::Errno(libc::EACCES.unsigned_abs()))?);
     Ok(out)
 }
@@ -158,10 +225,10 @@ fn no_x32() -> BpfProgram {
     ]
 }
 
-pub fn install(network: bool) -> Result<(), SandboxError> {
+pub fn install(network: bool, namespaces: bool) -> Result<(), SandboxError> {
     #[cfg(target_arch = "x86_64")]
     apply_filter(&no_x32()).map_err(|e| SandboxError::Seccomp(e.to_string()))?;
-    for program in programs(network)? {
+    for program in programs(network, namespaces)? {
         apply_filter(&program).map_err(|e| SandboxError::Seccomp(e.to_string()))?;
     }
     Ok(())
@@ -178,7 +245,8 @@ mod tests {
 
     #[test]
     fn the_filters_compile_for_this_machine() {
-        assert_eq!(programs(true).unwrap().len(), 3);
-        assert_eq!(programs(false).unwrap().len(), 3);
+        for (network, namespaces) in [(true, true), (true, false), (false, true), (false, false)] {
+            assert_eq!(programs(network, namespaces).unwrap().len(), 3);
+        }
     }
 }

@@ -57,9 +57,6 @@ fn stop_signals() -> SigSet {
     set
 }
 
-/// The line pid 1 writes on the command's stderr when the command filled its capped temp folder.
-pub const TEMP_FULL_LINE: &str = "temp folder full";
-
 /// Runs the request's command under its policy and exits the way the command did.
 pub fn run(request: &Request) -> ! {
     let policy = &request.policy;
@@ -74,7 +71,7 @@ pub fn run(request: &Request) -> ! {
         fail(&format!("{} must stay unreadable but lies inside writable {}", hidden.display(), folder.display()));
     }
     // The helper's own crash must not leave a core file with the command's data in it.
-    let _ = nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_CORE, 0, 0);
+    let _ = nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_CORE, 1, 1);
     // The assistant going away (killed, crashed) takes the helper, and with it the pid namespace, along.
     if let Err(e) = prctl::set_pdeathsig(Signal::SIGKILL) {
         fail(&format!("cannot tie the sandbox to the assistant: {e}"));
@@ -108,8 +105,10 @@ pub fn run(request: &Request) -> ! {
         ForkResult::Parent { child } => child,
     };
     drop(report_write);
-    let (ended, stopped_by) = wait_for(child, &signals);
-    let ending = if policy.namespaces {
+    let temp = policy.temp.as_ref().map(|temp| temp.path.as_path());
+    let mut disk = policy.disk.map(|bound| DiskWatch::start(bound, &policy.read_write, temp));
+    let (ended, stopped_by) = wait_for(child, &signals, disk.as_mut());
+    let ending = if policy.namespaces && stopped_by.is_none() {
         // pid 1 wrote how the command ended; without a word it died itself (a signal from outside).
         let mut bytes = [0u8; 8];
         match std::fs::File::from(report_read).read_exact(&mut bytes) {
@@ -121,10 +120,14 @@ pub fn run(request: &Request) -> ! {
         ended
     };
     end_everything(child);
-    if let Some(signal) = stopped_by {
-        exit_like(Ending::Signaled(signal as i32));
+    match stopped_by {
+        Some(Stop::Signal(signal)) => exit_like(Ending::Signaled(signal as i32)),
+        Some(Stop::Disk(line)) => {
+            crate::status::report(line);
+            exit_like(Ending::Signaled(Signal::SIGKILL as i32))
+        }
+        None => exit_like(ending),
     }
-    exit_like(ending)
 }
 
 #[allow(unsafe_code)]
@@ -137,17 +140,41 @@ fn fork_now() -> ForkResult {
     }
 }
 
-/// Waits until `child` ended or a stop signal came: how it ended, and the signal that stopped it.
-fn wait_for(child: Pid, signals: &SigSet) -> (Ending, Option<Signal>) {
+/// Why the helper stopped the command before it ended.
+enum Stop {
+    Signal(Signal),
+    /// The disk bound, with its report line.
+    Disk(&'static str),
+}
+
+/// How often the disk bound is measured.
+const DISK_TICK: libc::timespec = libc::timespec { tv_sec: 0, tv_nsec: 250_000_000 };
+
+/// Waits until `child` ended, a stop signal came or the command passed its disk bound: how it ended, and why
+/// it was stopped.
+fn wait_for(child: Pid, signals: &SigSet, mut disk: Option<&mut DiskWatch>) -> (Ending, Option<Stop>) {
+    let stop = |stop: Stop| {
+        let _ = kill(child, Signal::SIGKILL);
+        end_everything(child);
+        (Ending::Signaled(Signal::SIGKILL as i32), Some(stop))
+    };
     loop {
-        match signals.wait() {
-            Ok(Signal::SIGCHLD) => {}
-            Ok(signal) => {
-                let _ = kill(child, Signal::SIGKILL);
-                end_everything(child);
-                return (Ending::Signaled(Signal::SIGKILL as i32), Some(signal));
-            }
-            Err(_) => continue,
+        let signal = match disk.as_deref_mut() {
+            None => signals.wait().ok(),
+            Some(watch) => match timed_wait(signals) {
+                Some(signal) => Some(signal),
+                None => {
+                    if let Some(line) = watch.passed() {
+                        return stop(Stop::Disk(line));
+                    }
+                    continue;
+                }
+            },
+        };
+        match signal {
+            Some(Signal::SIGCHLD) => {}
+            Some(signal) => return stop(Stop::Signal(signal)),
+            None => continue,
         }
         loop {
             match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
@@ -161,6 +188,63 @@ fn wait_for(child: Pid, signals: &SigSet) -> (Ending, Option<Signal>) {
             }
         }
     }
+}
+
+/// One of `signals`, or `None` after [`DISK_TICK`].
+#[allow(unsafe_code)]
+fn timed_wait(signals: &SigSet) -> Option<Signal> {
+    // SAFETY: the set and the timeout are valid for the call; no siginfo is asked for.
+    let number = unsafe { libc::sigtimedwait(signals.as_ref(), std::ptr::null_mut(), &DISK_TICK) };
+    Signal::try_from(number).ok()
+}
+
+/// The free space and inodes under each writable folder when the command started.
+struct DiskWatch {
+    bound: crate::DiskBound,
+    start: Vec<(std::path::PathBuf, u64, u64)>,
+}
+
+/// Below this much free space the command is stopped whatever its bound: the assistant's own database lives
+/// on these disks too.
+const DISK_RESERVE: u64 = 256 * 1024 * 1024;
+
+impl DiskWatch {
+    /// `folders` without the capped temp folder, which is a tmpfs of its own (and bounded by its size).
+    fn start(bound: crate::DiskBound, folders: &[std::path::PathBuf], temp: Option<&std::path::Path>) -> Self {
+        let start = folders
+            .iter()
+            .filter(|folder| Some(folder.as_path()) != temp)
+            .filter_map(|folder| free_under(folder).map(|(bytes, files)| (folder.clone(), bytes, files)))
+            .collect();
+        Self { bound, start }
+    }
+
+    /// The report line of a bound passed, if one was.
+    fn passed(&self) -> Option<&'static str> {
+        for (folder, bytes_then, files_then) in &self.start {
+            let Some((bytes, files)) = free_under(folder) else { continue };
+            let taken = bytes_then.saturating_sub(bytes);
+            if taken > self.bound.bytes || (taken > 0 && bytes < DISK_RESERVE) {
+                return Some(crate::LIMIT_DISK);
+            }
+            if files_then.saturating_sub(files) > self.bound.files {
+                return Some(crate::LIMIT_FILES);
+            }
+        }
+        None
+    }
+}
+
+/// Free bytes and inodes of the file system `folder` is on.
+fn free_under(folder: &std::path::Path) -> Option<(u64, u64)> {
+    let stat = nix::sys::statvfs::statvfs(folder).ok()?;
+    Some((available_bytes(&stat), stat.files_available()))
+}
+
+// The block counts are u64 here but narrower on 32-bit targets.
+#[allow(clippy::useless_conversion)]
+fn available_bytes(stat: &nix::sys::statvfs::Statvfs) -> u64 {
+    u64::from(stat.blocks_available()).saturating_mul(stat.fragment_size())
 }
 
 /// Kills and reaps every process left: with a pid namespace that is only its pid 1 (the kernel ends the
@@ -214,7 +298,8 @@ fn be_pid_one(policy: &Policy, command: &Command, mut report: std::fs::File) -> 
     if let Err(e) = nix::unistd::setsid() {
         fail(&format!("cannot leave the terminal's session: {e}"));
     }
-    let mounted = namespaces::mount_proc()
+    let mounted = namespaces::make_read_only(&policy.read_write)
+        .and_then(|()| namespaces::mount_proc())
         .and_then(|()| namespaces::mount_private_shm())
         .and_then(|()| policy.temp.as_ref().map_or(Ok(()), namespaces::mount_temp));
     if let Err(e) = mounted {
@@ -234,7 +319,7 @@ fn be_pid_one(policy: &Policy, command: &Command, mut report: std::fs::File) -> 
             Ok(status) if status.pid() == Some(child) => {
                 if let Some(ending) = Ending::of(status) {
                     if policy.temp.as_ref().is_some_and(|temp| namespaces::is_full(&temp.path)) {
-                        let _ = writeln!(std::io::stderr(), "{SETUP_FAILED_PREFIX}{TEMP_FULL_LINE}");
+                        crate::status::report(crate::LIMIT_TEMP);
                     }
                     let _ = report.write_all(&ending.encode());
                     std::process::exit(0);
@@ -321,7 +406,7 @@ fn confine(policy: &Policy, private_pts: bool) -> Result<(), SandboxError> {
     set_limits(policy)?;
     drop_ptrace_capability();
     landlock_rules::restrict(policy, private_pts)?;
-    seccomp_filter::install(policy.network)
+    seccomp_filter::install(policy.network, policy.namespaces)
 }
 
 /// A descriptor the assistant leaked without close-on-exec (a library's, a database's) would hand the command a
@@ -360,11 +445,20 @@ pub fn probe_here() -> Capabilities {
         Err(e) => Some(e.to_string()),
         Ok(()) => match fork_now() {
             ForkResult::Child => {
-                let code = if namespaces::mount_proc().is_ok() { 0 } else { 1 };
+                let code = if namespaces::make_read_only(&[]).is_err() {
+                    2
+                } else if namespaces::mount_proc().is_err() {
+                    1
+                } else {
+                    0
+                };
                 std::process::exit(code)
             }
             ForkResult::Parent { child } => match waitpid(child, None) {
                 Ok(WaitStatus::Exited(_, 0)) => None,
+                Ok(WaitStatus::Exited(_, 2)) => {
+                    Some("cannot make the file system read-only in a new mount namespace (mount_setattr)".into())
+                }
                 _ => Some("cannot mount /proc in a new pid namespace".into()),
             },
         },

@@ -79,8 +79,7 @@ pub fn worker_generic_tools(services: &ToolServices) -> ToolRegistry {
 }
 
 fn with_spill(registry: &ToolRegistry, services: &ToolServices) -> ToolRegistry {
-    let root = services.files.as_ref().map(|files| files.path());
-    wrap_with_spill(registry, &services.config.tools.tool_output_spill, root)
+    wrap_with_spill(registry, &services.config.tools.tool_output_spill, services.spill_store().as_ref())
 }
 
 /// Every built-in tool a specialist may be granted in a worker (its `tools_allow` / `tools_deny` filter this):

@@ -1,4 +1,5 @@
 use crate::files::ManagedRoot;
+use minibot_agent::SpillStore;
 use minibot_config::Config;
 use minibot_store::Store;
 use std::sync::Arc;
@@ -26,5 +27,11 @@ impl ToolServices {
             None
         };
         Ok(Self { config, store, files, running: Arc::default() })
+    }
+
+    /// The managed root as the output spill and the safety classifier's read-back use it (`None` when file
+    /// storage is off): every spilled file is written, read and deleted through the root's handle.
+    pub fn spill_store(&self) -> Option<Arc<dyn SpillStore>> {
+        self.files.clone().map(|files| files as Arc<dyn SpillStore>)
     }
 }

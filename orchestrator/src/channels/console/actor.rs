@@ -6,6 +6,7 @@ use crate::messages::{
     ApprovalDecision, AskApproval, ChannelCapabilities, ChannelHandle, Intake, Outbound, OutboundFile, OutboundRole,
     Progress, RegisterChannel,
 };
+use crate::terminal_text::for_terminal;
 use actix::prelude::*;
 use minibot_agent::AgentEvent;
 use std::collections::HashSet;
@@ -34,6 +35,20 @@ pub type Awaiting = Arc<Mutex<HashSet<String>>>;
 pub trait Screen: Send {
     fn answer(&mut self, text: &str);
     fn notice(&mut self, text: &str);
+}
+
+/// What every [`Screen`] of the console is wrapped in: the text is the model's or a tool's (answers, task
+/// results, tool names, approval questions), so it reaches the terminal without control characters
+/// ([`for_terminal`]); the screen's own styling comes after.
+struct TerminalSafeScreen(Box<dyn Screen>);
+
+impl Screen for TerminalSafeScreen {
+    fn answer(&mut self, text: &str) {
+        self.0.answer(&for_terminal(text));
+    }
+    fn notice(&mut self, text: &str) {
+        self.0.notice(&for_terminal(text));
+    }
 }
 
 /// stdout for answers, stderr for notices, so `--once` output can be piped.
@@ -85,7 +100,7 @@ impl Console {
     pub fn new(chat_id: i64, screen: Box<dyn Screen>, awaiting: Awaiting) -> Self {
         Self {
             chat_id,
-            screen,
+            screen: Box::new(TerminalSafeScreen(screen)),
             awaiting,
             once: None,
             task_timeout: Duration::from_secs(1800 + 60),
@@ -247,5 +262,38 @@ impl Handler<Notice> for Console {
 
     fn handle(&mut self, Notice(text): Notice, _ctx: &mut Context<Self>) {
         self.screen.notice(&text);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    // By its full path: the module layout test reads `super::` as the console module.
+    use crate::channels::console::actor::{Awaiting, Console, Screen};
+    use std::sync::{Arc, Mutex};
+
+    /// Keeps what the console shows, answers and notices alike.
+    struct Capture(Arc<Mutex<Vec<String>>>);
+
+    impl Screen for Capture {
+        fn answer(&mut self, text: &str) {
+            self.0.lock().unwrap().push(text.to_string());
+        }
+        fn notice(&mut self, text: &str) {
+            self.0.lock().unwrap().push(text.to_string());
+        }
+    }
+
+    /// Red-team report `repro_terminal_escape.sh`: the model's reply reached the terminal raw, so it could set
+    /// the clipboard (OSC 52), clear the screen or send an 8-bit CSI. Every screen the console gets is wrapped.
+    #[test]
+    fn whatever_the_console_shows_loses_its_control_characters() {
+        let shown = Arc::new(Mutex::new(Vec::new()));
+        let mut console = Console::new(1, Box::new(Capture(Arc::clone(&shown))), Awaiting::default());
+        console.screen.answer("a \x1b]52;c;cm0gLXJmIH4K\x07 b \x1b[2J c \u{9b}31m d\nnext\tline");
+        console.screen.notice("  · running \x1b]0;title\x07tool\r");
+        assert_eq!(
+            *shown.lock().unwrap(),
+            ["a ]52;c;cm0gLXJmIH4K b [2J c 31m d\nnext\tline", "  · running ]0;titletool"]
+        );
     }
 }

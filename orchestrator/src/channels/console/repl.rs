@@ -4,6 +4,7 @@ use super::actor::{Awaiting, CHANNEL, Console, PlainScreen, Screen};
 use super::approvals::{ConsoleApprovals, Questions, is_reply};
 use crate::cli::ConsoleArgs;
 use crate::messages::{Inbound, Intake, ReplayPending, StopTurn};
+use crate::terminal_text::for_terminal;
 use actix::prelude::*;
 use anyhow::Context as _;
 use minibot_agent::Patterns;
@@ -73,6 +74,7 @@ fn spawn_repl(input: Input, plain: bool) -> anyhow::Result<(Box<dyn Screen>, one
             if matches!(text, "/stop" | "/exit" | "/quit") {
                 questions.deny_all();
             } else if let Some((tool, approved)) = questions.answer(text) {
+                let tool = for_terminal(&tool);
                 eprintln!("  · {tool} {}", if approved { "approved" } else { "denied" });
                 if is_reply(text) {
                     return true;

@@ -11,17 +11,52 @@ mod spill;
 mod steering;
 
 use minibot_agent::{
-    AgentError, AgentEvent, AgentOutcome, AgentRun, Limits, ModelSettings, Steer, Tool, ToolContext, ToolError,
-    ToolRegistry, ToolResult, dyn_tool,
+    AgentError, AgentEvent, AgentOutcome, AgentRun, Limits, ModelSettings, SpillStore, SpilledFile, Steer, Tool,
+    ToolContext, ToolError, ToolRegistry, ToolResult, dyn_tool,
 };
 use minibot_config::Config;
 use minibot_llm::ChatProvider;
 use minibot_test_support::{Script, ScriptedLlm};
 use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::sync::mpsc::UnboundedReceiver;
+
+/// A spill store on a plain folder, by joined paths. The assistant's store (the file tools' `ManagedRoot`) keeps
+/// every operation inside its root through a handle; these tests are about what the agent does with a store, not
+/// about confinement, which the file tools' tests cover.
+pub struct FolderStore(PathBuf);
+
+/// A [`FolderStore`] on `root`, as the spill and the safety classifier take it.
+pub fn folder_store(root: &Path) -> Arc<dyn SpillStore> {
+    Arc::new(FolderStore(root.to_path_buf()))
+}
+
+impl SpillStore for FolderStore {
+    fn create_spill(&self, subdir: &str, prefix: &str, suffix: &str, bytes: &[u8]) -> std::io::Result<SpilledFile> {
+        let relative = format!("{subdir}/{prefix}{}{suffix}", uuid_like());
+        let absolute = self.0.join(&relative);
+        std::fs::create_dir_all(self.0.join(subdir))?;
+        std::fs::write(&absolute, bytes)?;
+        Ok(SpilledFile { relative, absolute })
+    }
+
+    fn open_spilled(&self, relative: &str) -> std::io::Result<std::fs::File> {
+        std::fs::File::open(self.0.join(relative))
+    }
+
+    fn remove_spilled(&self, relative: &str) -> std::io::Result<()> {
+        std::fs::remove_file(self.0.join(relative))
+    }
+}
+
+/// A name part that differs between calls in this process.
+fn uuid_like() -> String {
+    static COUNTER: AtomicUsize = AtomicUsize::new(0);
+    format!("{:06}", COUNTER.fetch_add(1, Ordering::Relaxed))
+}
 
 /// What a [`CountingTool`] does when called.
 #[derive(Clone, Copy)]

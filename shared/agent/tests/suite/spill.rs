@@ -2,7 +2,7 @@
 //! tools can be filtered after wrapping, by a specialist's `tools_allow` or the main agent's policy), and an
 //! agent with none gets the result cut instead of pointed at a file it cannot open.
 
-use super::{limits, tool_results};
+use super::{folder_store, limits, tool_results};
 use futures_util::future::BoxFuture;
 use minibot_agent::{
     AgentRun, DynTool, ModelSettings, Patterns, ToolContext, ToolPolicy, ToolRegistry, ToolResult, wrap_with_spill,
@@ -52,7 +52,7 @@ async fn result_seen(
     for tool in tools {
         registry.register(tool);
     }
-    let wrapped = wrap_with_spill(&registry, config, Some(root));
+    let wrapped = wrap_with_spill(&registry, config, Some(&folder_store(root)));
     let patterns: Vec<String> = keep.iter().map(|k| k.to_string()).collect();
     let agent_tools = wrapped.filtered(&ToolPolicy::Allow(Patterns::new(&patterns).unwrap()));
     let llm =

@@ -164,6 +164,11 @@ section! {
         pub temp_mb: u64 = 1024,
         /// Open files of each process (`RLIMIT_NOFILE`).
         pub open_files: u64 = 1024,
+        /// What the call may take of the disk under its writable folders (the managed folder, Python's run
+        /// folder), MiB; measured as the drop in free space while it runs.
+        pub disk_mb: u64 = 4096,
+        /// How many files and folders it may make there (the drop in free inodes).
+        pub disk_files: u64 = 100_000,
     }
 }
 

@@ -111,6 +111,7 @@ impl Tool for Bash {
             max_output_bytes: self.config.max_output_bytes.bytes() as usize,
             rlimits: applied.rlimits.clone(),
             graceful_stop: applied.stops_gracefully(),
+            helper_status: applied.contain.is_some(),
         })
         .await
         .map_err(run_error)?;

@@ -55,7 +55,7 @@ impl PythonRuntime {
             Some(parent) => {
                 let mut builder = tempfile::Builder::new();
                 builder.prefix("minibot_pyexec_");
-                std::fs::create_dir_all(parent).and_then(|()| builder.tempdir_in(parent))
+                std::fs::create_dir_all(parent).and_then(|()| builder.tempdir_in(parent)).map(sandbox::Scratch::from)
             }
             None => sandbox::private_temp(&applied, "minibot_pyexec_"),
         }
@@ -85,6 +85,7 @@ impl PythonRuntime {
             max_output_bytes: self.config.max_output_bytes.bytes() as usize,
             rlimits: applied.rlimits.clone(),
             graceful_stop: applied.stops_gracefully(),
+            helper_status: applied.contain.is_some(),
         })
         .await
         .map_err(run_error)?;

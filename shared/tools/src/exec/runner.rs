@@ -37,6 +37,9 @@ pub struct RunSpec {
     /// At the timeout, ask the program (the sandbox helper) with SIGTERM to end itself and everything it started
     /// before the group is killed: processes that left the group are reached only that way.
     pub graceful_stop: bool,
+    /// Give the program (the sandbox helper) a pipe on [`minibot_sandbox::STATUS_FD`] for its own reports, read
+    /// into [`RunOutput::helper_report`]: the command it runs never holds it, so cannot speak for it.
+    pub helper_status: bool,
 }
 
 /// How long a helper asked to stop may take before the group is killed.
@@ -53,6 +56,9 @@ pub struct RunOutput {
     pub timed_out: bool,
     pub truncated: bool,
     pub duration: Duration,
+    /// What the sandbox helper reported on its status pipe (its set-up failures, the bounds the command ran
+    /// into); empty without one.
+    pub helper_report: String,
 }
 
 impl RunOutput {
@@ -101,7 +107,19 @@ pub async fn run(spec: RunSpec) -> Result<RunOutput, RunError> {
     if let Some(limits) = &spec.rlimits {
         apply_rlimits(&mut command, limits.clone());
     }
-    let mut child = command.spawn().map_err(|source| RunError::Spawn { program: spec.program.clone(), source })?;
+    let report = if spec.helper_status {
+        let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+            .map_err(|e| RunError::Spawn { program: spec.program.clone(), source: e.into() })?;
+        give_status_fd(&mut command, &write);
+        Some((read, write))
+    } else {
+        None
+    };
+    let spawned = command.spawn().map_err(|source| RunError::Spawn { program: spec.program.clone(), source });
+    // Our copy of the write end closes here, so the read end ends when the helper (and its pid 1) do.
+    let report = report.map(|(read, _write)| read);
+    let mut child = spawned?;
+    let report = report.map(|read| tokio::task::spawn_blocking(move || read_report(read)));
     let pgid = child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw);
     // If the caller stops waiting (the turn timed out and this future is dropped), kill_on_drop would reach
     // only the direct child; the guard takes the rest of the group with it.
@@ -141,6 +159,10 @@ pub async fn run(spec: RunSpec) -> Result<RunOutput, RunError> {
     guard.pgid = None;
     let (stdout, stdout_over) = collect(stdout).await;
     let (stderr, stderr_over) = collect(stderr).await;
+    let helper_report = match report {
+        Some(task) => tokio::time::timeout(DRAIN_GRACE, task).await.ok().and_then(Result::ok).unwrap_or_default(),
+        None => String::new(),
+    };
     let (stdout, stderr, cut) = fit(stdout, stderr, cap);
 
     use std::os::unix::process::ExitStatusExt;
@@ -152,6 +174,7 @@ pub async fn run(spec: RunSpec) -> Result<RunOutput, RunError> {
         timed_out,
         truncated: stdout_over || stderr_over || cut,
         duration: started.elapsed(),
+        helper_report,
     })
 }
 
@@ -222,6 +245,36 @@ fn decode(bytes: &[u8]) -> String {
         Ok(text) => text.to_string(),
         Err(err) if err.error_len().is_none() => String::from_utf8_lossy(&bytes[..err.valid_up_to()]).into_owned(),
         Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+    }
+}
+
+/// The helper's reports, capped: a few lines at most.
+fn read_report(read: std::os::fd::OwnedFd) -> String {
+    use std::io::Read as _;
+    let mut text = String::new();
+    let _ = std::fs::File::from(read).take(16 * 1024).read_to_string(&mut text);
+    text
+}
+
+#[allow(unsafe_code)]
+fn give_status_fd(command: &mut Command, write: &std::os::fd::OwnedFd) {
+    use std::os::fd::AsRawFd as _;
+    let fd = write.as_raw_fd();
+    let target = minibot_sandbox::STATUS_FD;
+    // SAFETY: the closure runs in the forked child before exec and only calls dup2(2) and fcntl(2), which are
+    // async-signal-safe, on descriptor numbers captured before the fork.
+    unsafe {
+        command.pre_exec(move || {
+            if fd == target {
+                // dup2 onto itself keeps close-on-exec: clear it instead.
+                if libc::fcntl(fd, libc::F_SETFD, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            } else if libc::dup2(fd, target) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
     }
 }
 

@@ -196,16 +196,18 @@ impl AppliedSandbox {
         self.contain.is_some()
     }
 
-    /// When a failed call ran into one of its bounds: `limit` and an `error` that names the key to raise.
+    /// When a call ran into one of its bounds: `limit`, and an `error` (the call failed) or a `warning` (it went
+    /// on) that names the key to raise.
     pub fn report_limit(
         &self,
         output: &super::runner::RunOutput,
         out: &mut serde_json::Map<String, serde_json::Value>,
     ) {
         let Some(contain) = &self.contain else { return };
-        if let Some((limit, error)) = super::limits::ran_into(&contain.bounds, output) {
-            out.insert("limit".into(), limit);
-            out.insert("error".into(), error.into());
+        if let Some(ran) = super::limits::ran_into(&contain.bounds, output) {
+            out.insert("limit".into(), ran.limit);
+            let field = if ran.failed { "error" } else { "warning" };
+            out.insert(field.into(), ran.message.into());
         }
     }
 
@@ -297,6 +299,7 @@ pub async fn plan(settings: &SandboxSettings, scope: &SandboxScope) -> Result<Ap
                 namespaces,
                 limits: Some(bounds.limits),
                 temp: None,
+                disk: bounds.disk,
             };
             if let Some((hidden, folder)) = policy.conflict() {
                 return Err(unavailable(format!(
@@ -323,28 +326,100 @@ fn prepare_temp_root(folder: &Path) -> std::io::Result<PathBuf> {
 
 /// A private temp folder for one call (removed when dropped): inside the scope's temp root for `contain`, the
 /// system's temp folder otherwise.
-pub fn private_temp(applied: &AppliedSandbox, prefix: &str) -> std::io::Result<tempfile::TempDir> {
+pub fn private_temp(applied: &AppliedSandbox, prefix: &str) -> std::io::Result<Scratch> {
     let mut builder = tempfile::Builder::new();
     builder.prefix(prefix);
     match &applied.contain {
         Some(contain) => builder.tempdir_in(&contain.temp_root),
         None => builder.tempdir(),
     }
+    .map(Scratch::from)
+}
+
+const CLEANUP_STACK: usize = 256 * 1024 * 1024;
+
+/// A call's temp or run folder, removed when dropped, also when the command made it deeper than this process
+/// may hold folders open (a removal that needs a descriptor per level stops there and would leave the rest on
+/// the disk for good).
+pub struct Scratch(Option<tempfile::TempDir>);
+
+impl From<tempfile::TempDir> for Scratch {
+    fn from(dir: tempfile::TempDir) -> Self {
+        Self(Some(dir))
+    }
+}
+
+impl Scratch {
+    pub fn path(&self) -> &Path {
+        self.0.as_ref().map_or(Path::new(""), |dir| dir.path())
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let Some(dir) = self.0.take() else { return };
+        let path = dir.keep();
+        // std's removal recurses once per level: on a stack of its own, large enough for any tree `disk_files`
+        // lets a call make (the memory is only reserved, not used, for an ordinary folder).
+        let target = path.clone();
+        let removed = std::thread::Builder::new()
+            .name("sandbox-cleanup".into())
+            .stack_size(CLEANUP_STACK)
+            .spawn(move || std::fs::remove_dir_all(&target).is_ok())
+            .ok()
+            .and_then(|thread| thread.join().ok())
+            .unwrap_or(false);
+        if removed || !path.exists() {
+            return;
+        }
+        // coreutils' rm walks any depth with a bounded number of descriptors.
+        let _ = std::process::Command::new("rm")
+            .args(["-rf", "--one-file-system", "--"])
+            .arg(&path)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+        if path.exists() {
+            tracing::warn!(folder = %path.display(), "could not remove a sandboxed call's folder");
+        }
+    }
+}
+
+/// Removes what earlier runs left in the temp root (a crash, a kill -9) and is older than a day: no call
+/// lives that long, and a worker sharing the folder may be in the middle of a young one.
+fn sweep_temp_root(folder: &Path) {
+    let Ok(entries) = std::fs::read_dir(folder) else { return };
+    let day_ago = std::time::SystemTime::now() - Duration::from_secs(24 * 3600);
+    for entry in entries.flatten() {
+        let old = entry.metadata().and_then(|m| m.modified()).is_ok_and(|modified| modified < day_ago);
+        if old && entry.file_type().is_ok_and(|t| t.is_dir()) {
+            let Ok(dir) = tempfile::TempDir::with_prefix_in("sweep-", folder) else { return };
+            // Moved into a fresh TempDir, whose Scratch removes it however deep it is.
+            let target = dir.path().join("old");
+            if std::fs::rename(entry.path(), &target).is_ok() {
+                drop(Scratch::from(dir));
+            }
+        }
+    }
 }
 
 /// The helper's own failure (it could not set the sandbox up, so the command never ran), as the tool's error.
+/// Read from the helper's status pipe only: a command that prints the same words on its stderr and exits 125
+/// is still a command that ran.
 pub fn setup_failure(applied: &AppliedSandbox, output: &super::runner::RunOutput) -> Option<minibot_agent::ToolError> {
     applied.contain.as_ref()?;
     if output.exit_code != Some(minibot_sandbox::SETUP_FAILED_EXIT) {
         return None;
     }
-    let line = output.stderr.lines().find(|l| l.starts_with(minibot_sandbox::SETUP_FAILED_PREFIX))?;
+    let line = output.helper_report.lines().find(|l| l.starts_with(minibot_sandbox::SETUP_FAILED_PREFIX))?;
     Some(minibot_agent::ToolError::respond("sandbox_failed", format!("the command did not run: {line}")))
 }
 
 /// The modes of every enabled execution tool, planned once at start-up: the first that cannot run here.
 pub async fn check(config: &Config, files: Option<&ManagedRoot>) -> Result<(), SandboxUnavailable> {
     let scope = SandboxScope::from_config(config, files);
+    sweep_temp_root(&scope.temp_root);
     let tools = &config.tools;
     if tools.bash.enabled {
         plan(&bash_settings(&tools.bash), &scope).await?;

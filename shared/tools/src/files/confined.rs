@@ -8,6 +8,7 @@
 //! file with other hard links (perhaps one outside the root) is never changed through the root, and readers see
 //! the old content or the new, never half of it.
 
+use super::walk::remove_tree;
 use super::{ManagedPath, ManagedRoot, is_escape};
 use cap_std::fs::{Dir, Metadata, OpenOptions, OpenOptionsExt};
 use std::ffi::OsStr;
@@ -178,12 +179,22 @@ impl ManagedRoot {
         }
     }
 
-    /// Removes a folder and everything in it, without following links inside it.
-    pub fn remove_dir_all(&self, path: &ManagedPath) -> io::Result<()> {
-        match self.place(path) {
-            Place::Inside(relative) => self.handle()?.remove_dir_all(relative),
-            Place::Outside(absolute) => std::fs::remove_dir_all(absolute),
-        }
+    /// Removes a folder and everything in it, without following links inside it, and returns how many entries
+    /// below it went. Not cap-std's or std's `remove_dir_all`: both recurse once per level, and the model can
+    /// make the tree as deep as it likes (see `walk.rs`).
+    pub fn remove_dir_all(&self, path: &ManagedPath) -> io::Result<u64> {
+        let (folder, name) = match self.place(path) {
+            Place::Inside(relative) => {
+                let name = relative.file_name().ok_or_else(|| not_a_file_name(relative))?;
+                let folder = match relative.parent() {
+                    Some(parent) if !parent.as_os_str().is_empty() => self.handle()?.open_dir(parent)?,
+                    _ => self.handle()?.try_clone()?,
+                };
+                (folder, name)
+            }
+            Place::Outside(absolute) => ambient_parent(absolute)?,
+        };
+        remove_tree(&folder, name)
     }
 }
 

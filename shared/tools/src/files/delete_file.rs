@@ -1,4 +1,5 @@
-use super::{ManagedRoot, ProtectedPaths, count_entries, io_error, result};
+use super::walk::{MAX_WALK_DEPTH, Walked, count_entries};
+use super::{ManagedRoot, ProtectedPaths, io_error, result};
 use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -97,15 +98,30 @@ impl Tool for DeleteFile {
         let shown = json!({ "path": args.path, "target": target_name, "recursive": recursive });
         self.protected.guard(ctx, "delete_file", &shown, "deletes", &[&path.absolute]).await?;
         let deleted_count = if is_dir {
-            let count = self.root.open_dir(&path).map_or(0, |dir| count_entries(&dir));
+            let (count, walked) = self.root.open_dir(&path).map_or((0, Walked::default()), |dir| count_entries(&dir));
+            let at_least = if walked.entries_capped { "at least " } else { "" };
             if count > 0 && !recursive {
                 return Err(ToolError::respond(
                     "folder_not_empty",
-                    format!("{} is not empty ({count} entries); pass recursive=true to delete it", path.display()),
+                    format!(
+                        "{} is not empty ({at_least}{count} entries); pass recursive=true to delete it",
+                        path.display()
+                    ),
                 ));
             }
-            self.root.remove_dir_all(&path).map_err(|e| io_error("delete", &path, &e))?;
-            count + 1
+            // Refused whole rather than deleted down to the cap and left half there.
+            if walked.too_deep > 0 {
+                return Err(ToolError::respond(
+                    "folder_too_deep",
+                    format!(
+                        "{} holds folders more than {MAX_WALK_DEPTH} levels deep, which delete_file does not walk; \
+                         nothing was deleted",
+                        path.display()
+                    ),
+                ));
+            }
+            let removed = self.root.remove_dir_all(&path).map_err(|e| io_error("delete", &path, &e))?;
+            removed + 1
         } else {
             self.root.remove_file(&path).map_err(|e| io_error("delete", &path, &e))?;
             1

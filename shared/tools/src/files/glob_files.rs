@@ -81,7 +81,7 @@ impl Tool for GlobFiles {
         let mut entries = Vec::new();
         let mut truncated = false;
         let options = WalkOptions { include_hidden: true, max_depth: None };
-        let _ = walk_files(&dir, options, &mut |found: Found<'_>| {
+        let walked = walk_files(&dir, options, &mut |found: Found<'_>| {
             if !set.is_match(found.relative) {
                 return ControlFlow::Continue(());
             }
@@ -106,6 +106,9 @@ impl Tool for GlobFiles {
         out.insert("count".into(), json!(entries.len()));
         out.insert("truncated".into(), json!(truncated));
         out.insert("entries".into(), Value::Array(entries));
+        if let Some(notice) = walked.notice() {
+            out.insert("notice".into(), json!(notice));
+        }
         Ok(Value::Object(out))
     }
 }

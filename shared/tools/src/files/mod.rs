@@ -30,11 +30,11 @@ pub use read_file::ReadFile;
 pub use root::{ManagedPath, ManagedRoot, PathError, is_escape};
 pub use self_insert_artifact::SelfInsertArtifact;
 pub use send_file::SendFile;
-pub(crate) use walk::{Found, WalkOptions, count_entries, open_regular, walk_files};
+pub(crate) use walk::{Found, WalkOptions, open_regular, walk_files};
 pub use write_file::WriteFile;
 
 use crate::ToolServices;
-use minibot_agent::{ToolError, ToolRegistry, dyn_tool};
+use minibot_agent::{SpillStore, SpilledFile, ToolError, ToolRegistry, dyn_tool};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
@@ -160,7 +160,9 @@ pub(crate) fn mime_for(path: &std::path::Path) -> String {
 
 /// Saves a large output under `<root>/<subdir>/<prefix>XXXXXX<suffix>` and returns where it went. The subdir
 /// comes from config but still goes through the root check and the root's handle, so a bad config (or a
-/// folder swapped for a link) cannot write elsewhere.
+/// folder swapped for a link) cannot write elsewhere. The folder must be inside the root even when
+/// `allow_outside_root` is on: that lets the model name outside paths, not the model's commands (which can write
+/// the root) redirect the assistant's own writes through a link they planted.
 pub(crate) fn write_spill(
     root: &ManagedRoot,
     subdir: &str,
@@ -168,7 +170,7 @@ pub(crate) fn write_spill(
     suffix: &str,
     bytes: &[u8],
 ) -> std::io::Result<ManagedPath> {
-    let folder = root.resolve(subdir).map_err(|e| std::io::Error::other(e.to_string()))?;
+    let folder = inside_root(root, subdir)?;
     root.create_dir_all(&folder)?;
     for _ in 0..100 {
         let name = format!("{prefix}{}{suffix}", random_tag(6));
@@ -181,6 +183,43 @@ pub(crate) fn write_spill(
         }
     }
     Err(std::io::Error::new(std::io::ErrorKind::AlreadyExists, "no free spill file name"))
+}
+
+/// Resolves a path the assistant itself chose (a spill folder or file) and requires it to be below the root.
+fn inside_root(root: &ManagedRoot, written: &str) -> std::io::Result<ManagedPath> {
+    let path = root.resolve(written).map_err(|e| std::io::Error::new(std::io::ErrorKind::PermissionDenied, e))?;
+    if !path.inside_root() {
+        return Err(std::io::Error::new(std::io::ErrorKind::PermissionDenied, PathError::Escapes));
+    }
+    Ok(path)
+}
+
+/// The generic output spill (`[tools.tool_output_spill]`) and the safety check's read-back go through the
+/// root's handle like the file tools.
+impl SpillStore for ManagedRoot {
+    fn create_spill(&self, subdir: &str, prefix: &str, suffix: &str, bytes: &[u8]) -> std::io::Result<SpilledFile> {
+        let path = write_spill(self, subdir, prefix, suffix, bytes)?;
+        let relative = path.relative.clone().unwrap_or_else(|| path.display());
+        Ok(SpilledFile { relative, absolute: path.absolute })
+    }
+
+    fn open_spilled(&self, relative: &str) -> std::io::Result<std::fs::File> {
+        let path = inside_root(self, relative)?;
+        let file = self.open_read(&path)?;
+        if !file.metadata()?.is_file() {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"));
+        }
+        Ok(file)
+    }
+
+    fn remove_spilled(&self, relative: &str) -> std::io::Result<()> {
+        let path =
+            self.resolve_entry(relative).map_err(|e| std::io::Error::new(std::io::ErrorKind::PermissionDenied, e))?;
+        if !path.inside_root() {
+            return Err(std::io::Error::new(std::io::ErrorKind::PermissionDenied, PathError::Escapes));
+        }
+        self.remove_file(&path)
+    }
 }
 
 /// `len` letters and digits, different on every call (not for secrets: only to make names unlikely to clash).

@@ -81,6 +81,8 @@ pub struct GrepOutcome {
     pub files_scanned: u64,
     pub files_skipped: u64,
     pub truncated: bool,
+    /// What the folder walk left out past its depth and entry caps, for the model; `None` when it was complete.
+    pub notice: Option<String>,
 }
 
 impl Tool for Grep {
@@ -141,7 +143,7 @@ impl Tool for Grep {
         let outcome = tokio::task::spawn_blocking(move || search_start(start, &shown, &job_options))
             .await
             .map_err(|e| ToolError::Fatal(format!("grep worker failed: {e}")))??;
-        Ok(json!({
+        let mut out = json!({
             "ok": true,
             "pattern": options.pattern,
             "path": target.display(),
@@ -154,7 +156,11 @@ impl Tool for Grep {
             "files_skipped": outcome.files_skipped,
             "truncated": outcome.truncated,
             "matches": outcome.matches,
-        }))
+        });
+        if let (Some(notice), Some(fields)) = (outcome.notice, out.as_object_mut()) {
+            fields.insert("notice".into(), json!(notice));
+        }
+        Ok(out)
     }
 }
 
@@ -216,7 +222,7 @@ fn search_start(start: Start, shown: &Path, options: &GrepOptions) -> Result<Gre
                 include_hidden: options.include_hidden,
                 max_depth: if options.recursive { None } else { Some(1) },
             };
-            let _ = walk_files(&dir, walk, &mut |found: Found<'_>| {
+            let walked = walk_files(&dir, walk, &mut |found: Found<'_>| {
                 if search.outcome.truncated {
                     return ControlFlow::Break(());
                 }
@@ -226,6 +232,7 @@ fn search_start(start: Start, shown: &Path, options: &GrepOptions) -> Result<Gre
                 }
                 ControlFlow::Continue(())
             });
+            search.outcome.notice = walked.notice();
         }
     }
     Ok(search.outcome)

@@ -14,6 +14,7 @@ mod sandbox;
 mod settings;
 mod spill;
 mod tasks;
+mod walks;
 
 use minibot_agent::{ChannelCapabilities, ToolContext, ToolError, ToolRegistry};
 use minibot_config::Config;
