@@ -13,7 +13,13 @@ use std::io::Write;
 /// Whether `c` stays in printed text: anything but the control characters (Unicode `Cc`: C0, DEL, C1), except
 /// newline and tab.
 fn keeps(c: char) -> bool {
-    !c.is_control() || matches!(c, '\n' | '\t')
+    (!c.is_control() || matches!(c, '\n' | '\t')) && !is_bidi_control(c)
+}
+
+/// Bidirectional embeddings, overrides and isolates: they reorder what follows on screen, so a line can read
+/// differently from what it is (an approval question that seems to name another file).
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 /// `text` without the control characters a terminal would act on.
@@ -61,7 +67,8 @@ mod tests {
     fn control_characters_go_and_the_text_stays() {
         assert_eq!(for_terminal(HOSTILE), "hello ]0;PWNED_TITLE [2J ]52;c;cm0gLXJmIH4K P$q\\ 31m end");
         assert_eq!(for_terminal("line one\r\nline\ttwo\u{7f}\u{85}\0"), "line one\nline\ttwo");
-        let plain = "tables | ok\n\t— ünïcödé 名前 🚀 \u{a0}";
+        assert_eq!(for_terminal("file \u{202E}txt.exe\u{2069} done"), "file txt.exe done");
+        let plain = "tables | ok\n\t— ünïcödé 名前 🚀 👨\u{200d}👩 \u{a0}";
         assert!(matches!(for_terminal(plain), Cow::Borrowed(text) if text == plain));
     }
 

@@ -401,12 +401,16 @@ async fn a_second_mount_of_the_config_folder_does_not_reveal_it() {
         return;
     }
     let home = Home::new(PLACEHOLDER, &format!("# canary-mount-4711\n{BASH}"));
-    let alias = tempfile::tempdir().unwrap();
-    let status = std::process::Command::new("mount").arg("--bind").arg(home.path()).arg(alias.path()).status().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    // A name that is not UTF-8, as the mount table writes it.
+    let alias = outside.path().join(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b"copy \xff"));
+    std::fs::create_dir(&alias).unwrap();
+    let status = std::process::Command::new("mount").arg("--bind").arg(home.path()).arg(&alias).status().unwrap();
     assert!(status.success());
-    let command = format!("cat {}/config.toml; ls {}", alias.path().display(), alias.path().display());
-    let (result, _) = attack_in(Some(home), BASH, "bash", json!({ "command": command })).await;
-    let _ = std::process::Command::new("umount").arg(alias.path()).status();
+    let command =
+        format!("cd {}/* && cat config.toml; cat {}/config.toml", outside.path().display(), home.path().display());
+    let (result, _home) = attack_in(Some(home), BASH, "bash", json!({ "command": command })).await;
+    let _ = std::process::Command::new("umount").arg(&alias).status();
     let text = seen(&result);
     assert!(!text.contains("canary-mount-4711"), "the config was read through the second mount: {text}");
 }
@@ -435,4 +439,54 @@ async fn a_call_filling_the_disk_is_stopped_at_its_bound() {
     assert_eq!(result["limit"]["key"], "[tools.bash.limits] disk_mb", "{result}");
     let written = std::fs::metadata(home.path().join("data/files/big.bin")).map(|m| m.len()).unwrap_or(0);
     assert!(written < 64 * 1024 * 1024, "{written} bytes written");
+}
+
+/// What no resource limit counts, and what would outlive the call on the disk: refused, so that programs fall back
+/// to what is bounded. A setuid file in the managed folder would let any local user run it as the assistant.
+#[tokio::test]
+async fn unbounded_memory_instant_disk_and_setuid_files_are_refused() {
+    let code = r#"
+import ctypes, os, stat
+libc = ctypes.CDLL(None, use_errno=True)
+def attempt(name, f):
+    try:
+        f(); print(name, 'worked')
+    except OSError as e:
+        print(name, 'refused', e.errno)
+def memfd():
+    os.memfd_create('x')
+def sysv():
+    if libc.shmget(0, 1 << 20, 0o1600) < 0:
+        raise OSError(ctypes.get_errno(), 'shmget')
+def falloc():
+    fd = os.open('big', os.O_CREAT | os.O_WRONLY, 0o600)
+    if libc.fallocate(fd, 0, ctypes.c_long(0), ctypes.c_long(1 << 30)) != 0:
+        raise OSError(ctypes.get_errno(), 'fallocate')
+def setuid_chmod():
+    open('tool', 'w').write('#!/bin/sh\n')
+    os.chmod('tool', 0o4755)
+def setuid_create():
+    os.close(os.open('tool2', os.O_CREAT | os.O_WRONLY, 0o4755))
+    if os.stat('tool2').st_mode & 0o4000:
+        raise SystemExit('setuid file made')
+for name, f in [('memfd', memfd), ('sysv', sysv), ('fallocate', falloc), ('setuid_chmod', setuid_chmod),
+                ('setuid_create', setuid_create)]:
+    attempt(name, f)
+os.chmod('tool', 0o755); print('plain chmod ok')
+print('big', os.path.getsize('big') if os.path.exists('big') else 0)
+"#;
+    let extra = "[tools.file_storage]\nenabled = true\n";
+    let home = Home::new(PLACEHOLDER, extra);
+    let root = home.path().join("data/files");
+    std::fs::create_dir_all(&root).unwrap();
+    let args = json!({ "code": format!("import os\nos.chdir({:?})\n{code}", root.display().to_string()) });
+    let (result, _home) = attack_in(Some(home), extra, "python_execute", args).await;
+    let text = seen(&result);
+    for name in ["memfd", "sysv", "fallocate", "setuid_chmod"] {
+        assert!(text.contains(&format!("{name} refused")), "{name}: {text}");
+    }
+    assert!(!text.contains("worked"), "{text}");
+    assert!(!text.contains("setuid file made"), "{text}");
+    assert!(text.contains("plain chmod ok"), "{text}");
+    assert!(text.contains("big 0"), "disk space was allocated at once: {text}");
 }

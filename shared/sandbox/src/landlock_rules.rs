@@ -9,6 +9,8 @@ use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
     RulesetCreatedAttr, RulesetStatus, Scope,
 };
+use std::collections::HashSet;
+use std::os::unix::fs::{DirEntryExt as _, MetadataExt as _};
 use std::path::{Path, PathBuf};
 
 /// Of `/dev`, only these: a root command could otherwise read a disk (every hidden file with it) or the
@@ -141,12 +143,62 @@ pub fn readable(hidden: &[PathBuf]) -> Vec<PathBuf> {
     if hidden.is_empty() {
         out.push(PathBuf::from("/"));
     } else {
-        cover(Path::new("/"), hidden, &mut out);
+        let known = Identities::of(hidden);
+        cover(Path::new("/"), hidden, &known, &mut out);
     }
     out
 }
 
-fn cover(dir: &Path, hidden: &[PathBuf], out: &mut Vec<PathBuf>) {
+/// The hidden paths and the folders on the way to them by what they are (device and inode), not by name: a
+/// Landlock rule holds an inode, so granting another name of one (a bind mount of the home folder elsewhere,
+/// a hard link someone made of the vault) would grant the secret itself.
+struct Identities {
+    hidden: HashSet<(u64, u64)>,
+    on_the_way: HashSet<(u64, u64)>,
+    /// Inode numbers of both, to stat only the entries that may be one of them.
+    inodes: HashSet<u64>,
+    /// Mount points, whose directory entry shows the inode beneath the mount, not the mounted one.
+    mount_points: HashSet<PathBuf>,
+}
+
+impl Identities {
+    fn of(hidden: &[PathBuf]) -> Self {
+        let id = |path: &Path| std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
+        let hidden_ids: HashSet<_> = hidden.iter().filter_map(|p| id(p)).collect();
+        let on_the_way: HashSet<_> = hidden
+            .iter()
+            .flat_map(|p| p.ancestors().skip(1).filter(|a| a.parent().is_some()))
+            .filter_map(id)
+            .filter(|i| !hidden_ids.contains(i))
+            .collect();
+        let inodes = hidden_ids.iter().chain(&on_the_way).map(|(_, ino)| *ino).collect();
+        let mount_points = crate::mounts::read().into_iter().map(|m| m.mount_point).collect();
+        Self { hidden: hidden_ids, on_the_way, inodes, mount_points }
+    }
+
+    /// What `entry` is, when it is one of them.
+    fn of_entry(&self, entry: &std::fs::DirEntry, path: &Path) -> Option<Known> {
+        if !self.inodes.contains(&entry.ino()) && !self.mount_points.contains(path) {
+            return None;
+        }
+        let meta = std::fs::symlink_metadata(path).ok()?;
+        let id = (meta.dev(), meta.ino());
+        if self.hidden.contains(&id) {
+            Some(Known::Hidden)
+        } else if self.on_the_way.contains(&id) {
+            Some(Known::OnTheWay)
+        } else {
+            None
+        }
+    }
+}
+
+enum Known {
+    Hidden,
+    OnTheWay,
+}
+
+fn cover(dir: &Path, hidden: &[PathBuf], known: &Identities, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -156,9 +208,13 @@ fn cover(dir: &Path, hidden: &[PathBuf], out: &mut Vec<PathBuf>) {
             continue;
         }
         let Ok(kind) = entry.file_type() else { continue };
-        if hidden.iter().any(|h| h.starts_with(&path)) {
+        let identity = known.of_entry(&entry, &path);
+        if matches!(identity, Some(Known::Hidden)) {
+            continue;
+        }
+        if matches!(identity, Some(Known::OnTheWay)) || hidden.iter().any(|h| h.starts_with(&path)) {
             if kind.is_dir() {
-                cover(&path, hidden, out);
+                cover(&path, hidden, known, out);
             }
             continue;
         }
@@ -185,11 +241,13 @@ mod tests {
         std::fs::write(base.join("data/minibot.db"), "db").unwrap();
         std::fs::write(base.join("agents.md"), "x").unwrap();
         std::os::unix::fs::symlink(base.join("config.toml"), base.join("link.toml")).unwrap();
+        // A hard link made before (a backup): another name of the same inode.
+        std::fs::hard_link(base.join("config.toml"), base.join("backup.toml")).unwrap();
         let hidden = vec![base.join("config.toml"), base.join("data")];
         let granted = readable(&hidden);
         assert!(granted.contains(&base.join("agents.md")));
         assert!(granted.contains(&PathBuf::from("/usr")));
-        for gone in ["config.toml", "link.toml", "data", "data/files", "data/minibot.db"] {
+        for gone in ["config.toml", "link.toml", "backup.toml", "data", "data/files", "data/minibot.db"] {
             assert!(!granted.iter().any(|g| g.starts_with(base.join(gone))), "{gone} granted");
         }
         assert!(!granted.iter().any(|g| base.starts_with(g)), "an ancestor of the hidden files was granted");

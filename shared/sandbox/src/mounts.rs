@@ -14,15 +14,15 @@ pub struct Mount {
 
 /// This process's mounts; empty when the table cannot be read.
 pub fn read() -> Vec<Mount> {
-    std::fs::read_to_string("/proc/self/mountinfo").map(|text| parse(&text)).unwrap_or_default()
+    std::fs::read("/proc/self/mountinfo").map(|bytes| parse(&bytes)).unwrap_or_default()
 }
 
-/// `mountinfo` lines: `id parent major:minor root mount-point options ...`.
-pub fn parse(text: &str) -> Vec<Mount> {
-    text.lines()
+/// `mountinfo` lines: `id parent major:minor root mount-point options ...`, as bytes (a path need not be UTF-8).
+pub fn parse(text: &[u8]) -> Vec<Mount> {
+    text.split(|b| *b == b'\n')
         .filter_map(|line| {
-            let mut fields = line.split(' ');
-            let device = fields.nth(2)?.to_string();
+            let mut fields = line.split(|b| *b == b' ');
+            let device = String::from_utf8_lossy(fields.nth(2)?).into_owned();
             let root = PathBuf::from(unescape(fields.next()?));
             let mount_point = PathBuf::from(unescape(fields.next()?));
             Some(Mount { device, root, mount_point })
@@ -30,23 +30,24 @@ pub fn parse(text: &str) -> Vec<Mount> {
         .collect()
 }
 
-/// Paths in `mountinfo` escape space, tab, newline and backslash as `\ooo`.
-fn unescape(field: &str) -> String {
-    let bytes = field.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
+/// Paths in `mountinfo` escape space, tab, newline and backslash as `\\ooo`; other bytes are the path's own,
+/// UTF-8 or not.
+fn unescape(field: &[u8]) -> std::ffi::OsString {
+    let mut out = Vec::with_capacity(field.len());
     let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'\\'
-            && let Some(code) = field.get(i + 1..i + 4).and_then(|octal| u8::from_str_radix(octal, 8).ok())
+    while i < field.len() {
+        let octal = field.get(i + 1..i + 4).and_then(|o| std::str::from_utf8(o).ok());
+        if field[i] == b'\\'
+            && let Some(code) = octal.and_then(|o| u8::from_str_radix(o, 8).ok())
         {
             out.push(code);
             i += 4;
             continue;
         }
-        out.push(bytes[i]);
+        out.push(field[i]);
         i += 1;
     }
-    String::from_utf8_lossy(&out).into_owned()
+    std::os::unix::ffi::OsStringExt::from_vec(out)
 }
 
 /// Every other path at which one of `hidden` (real, absolute paths) can be reached: for each, the mount it is
@@ -96,7 +97,7 @@ mod tests {
 
     #[test]
     fn a_hidden_path_is_hidden_wherever_its_file_system_shows_it() {
-        let mounts = parse(TABLE);
+        let mounts = parse(TABLE.as_bytes());
         assert_eq!(mounts[2].mount_point, PathBuf::from("/mnt/home copy"));
         let hidden = vec![PathBuf::from("/home/bot/config.toml"), PathBuf::from("/home/bot/data")];
         let found = aliases(&mounts, &hidden);

@@ -58,7 +58,54 @@ const DENIED: &[libc::c_long] = &[
     libc::SYS_io_uring_setup,
     libc::SYS_io_uring_enter,
     libc::SYS_io_uring_register,
+    SYS_FILE_GETATTR,
+    SYS_FILE_SETATTR,
 ];
+
+/// `file_getattr` and `file_setattr` (Linux 6.17; one number on every architecture): inode flags and project
+/// ids by path, which Landlock does not see (a hidden database made immutable).
+const SYS_FILE_GETATTR: libc::c_long = 468;
+const SYS_FILE_SETATTR: libc::c_long = 469;
+
+/// Calls answered ENOSYS, so that programs fall back to what can be bounded: `memfd_create` (memory no
+/// resource limit counts; programs then use a file), `openat2` (its mode sits in memory seccomp cannot read).
+/// `fallocate` (disk space in one call, faster than the disk bound is measured) answers EOPNOTSUPP, on which
+/// the C library's `posix_fallocate` writes the blocks instead.
+const FALLBACK: &[libc::c_long] = &[libc::SYS_memfd_create, libc::SYS_openat2];
+
+/// System V IPC: shared memory no resource limit counts; refused in every mode.
+const SYSV_IPC: &[libc::c_long] = &[
+    libc::SYS_shmget,
+    libc::SYS_shmat,
+    libc::SYS_shmctl,
+    libc::SYS_msgget,
+    libc::SYS_msgsnd,
+    libc::SYS_msgrcv,
+    libc::SYS_msgctl,
+    libc::SYS_semget,
+    libc::SYS_semop,
+    libc::SYS_semtimedop,
+    libc::SYS_semctl,
+];
+
+/// Calls that set a file's mode, with the index of the mode argument: refused when it asks for the setuid or
+/// setgid bit, which would let any local user run what the command wrote as the assistant's user (or root).
+const MODE_SETTERS: &[(libc::c_long, u8)] = &[
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_open, 2),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_creat, 1),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_chmod, 1),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_mknod, 1),
+    (libc::SYS_openat, 3),
+    (libc::SYS_fchmod, 1),
+    (libc::SYS_fchmodat, 2),
+    (libc::SYS_fchmodat2, 2),
+    (libc::SYS_mknodat, 2),
+];
+const SET_ID_BITS: &[u64] = &[0o4000, 0o2000];
 
 const NAMESPACE_FLAGS: &[i32] = &[
     libc::CLONE_NEWUSER,
@@ -112,9 +159,9 @@ const OTHERS_BY_PID: &[(libc::c_long, u8)] = &[
     (libc::SYS_sched_setattr, 0),
 ];
 
-/// Without namespaces (no read-only mounts) or an IPC namespace of its own: changes to files' modes, owners and
-/// extended attributes, which Landlock does not see (a config made world-readable, a setuid copy of a shell),
-/// and the host's System V and POSIX IPC.
+/// Without namespaces (no read-only mounts) or an IPC namespace of its own: changes to files' modes, owners,
+/// extended attributes and times, which Landlock does not see (a config made world-readable), and the host's
+/// POSIX message queues.
 const REFUSED_WITHOUT_NAMESPACES: &[libc::c_long] = &[
     #[cfg(target_arch = "x86_64")]
     libc::SYS_chmod,
@@ -133,17 +180,12 @@ const REFUSED_WITHOUT_NAMESPACES: &[libc::c_long] = &[
     libc::SYS_removexattr,
     libc::SYS_lremovexattr,
     libc::SYS_fremovexattr,
-    libc::SYS_shmget,
-    libc::SYS_shmat,
-    libc::SYS_shmctl,
-    libc::SYS_msgget,
-    libc::SYS_msgsnd,
-    libc::SYS_msgrcv,
-    libc::SYS_msgctl,
-    libc::SYS_semget,
-    libc::SYS_semop,
-    libc::SYS_semtimedop,
-    libc::SYS_semctl,
+    libc::SYS_utimensat,
+    libc::SYS_futimesat,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_utimes,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_utime,
     libc::SYS_mq_open,
     libc::SYS_mq_unlink,
 ];
@@ -164,8 +206,33 @@ fn programs(network: bool, namespaces: bool) -> Result<Vec<BpfProgram>, SandboxE
             denied.insert(*nr, Vec::new());
         }
         for (nr, arg) in OTHERS_BY_PID {
-            denied.insert(*nr, vec![rule(vec![int_condition(*arg, SeccompCmpOp::Ne, 0)?])?]);
+            let mut rules = vec![rule(vec![int_condition(*arg, SeccompCmpOp::Ne, 0)?])?];
+            // `who` 0 means the caller only with PRIO_PROCESS (0) / IOPRIO_WHO_PROCESS (1); with a user or a
+            // group it means all of the user's processes.
+            let own = match *nr {
+                libc::SYS_setpriority => Some(0),
+                libc::SYS_ioprio_set => Some(1),
+                _ => None,
+            };
+            if let Some(own) = own {
+                rules.push(rule(vec![int_condition(0, SeccompCmpOp::Ne, own)?])?);
+            }
+            denied.insert(*nr, rules);
         }
+    }
+    for nr in SYSV_IPC {
+        denied.insert(*nr, Vec::new());
+    }
+    for (nr, arg) in MODE_SETTERS {
+        // Without namespaces chmod is refused whole (above); the rest get the set-id check.
+        if denied.get(nr).is_some_and(Vec::is_empty) {
+            continue;
+        }
+        let rules = SET_ID_BITS
+            .iter()
+            .map(|bit| rule(vec![int_condition(*arg, SeccompCmpOp::MaskedEq(*bit), *bit)?]))
+            .collect::<Result<Vec<_>, _>>()?;
+        denied.insert(*nr, rules);
     }
     let clone_rules = NAMESPACE_FLAGS
         .iter()
@@ -181,8 +248,13 @@ fn programs(network: bool, namespaces: bool) -> Result<Vec<BpfProgram>, SandboxE
         .collect::<Result<Vec<_>, _>>()?;
     denied.insert(libc::SYS_ioctl, ioctls);
     let mut out = vec![compile(denied, SeccompAction::Errno(libc::EPERM.unsigned_abs()))?];
-    let clone3 = BTreeMap::from([(libc::SYS_clone3, Vec::new())]);
-    out.push(compile(clone3, SeccompAction::Errno(libc::ENOSYS.unsigned_abs()))?);
+    let mut fallback = BTreeMap::from([(libc::SYS_clone3, Vec::new())]);
+    for nr in FALLBACK {
+        fallback.insert(*nr, Vec::new());
+    }
+    out.push(compile(fallback, SeccompAction::Errno(libc::ENOSYS.unsigned_abs()))?);
+    let fallocate = BTreeMap::from([(libc::SYS_fallocate, Vec::new())]);
+    out.push(compile(fallocate, SeccompAction::Errno(libc::EOPNOTSUPP.unsigned_abs()))?);
     let families: &[i32] = if network { NETWORK_FAMILIES } else { &[] };
     let socket_rule = if families.is_empty() {
         Vec::new()
@@ -246,7 +318,7 @@ mod tests {
     #[test]
     fn the_filters_compile_for_this_machine() {
         for (network, namespaces) in [(true, true), (true, false), (false, true), (false, false)] {
-            assert_eq!(programs(network, namespaces).unwrap().len(), 3);
+            assert_eq!(programs(network, namespaces).unwrap().len(), 4);
         }
     }
 }

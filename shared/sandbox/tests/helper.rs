@@ -32,6 +32,11 @@ if os.environ.get('TRY_OTHERS'):
         os.chmod('.', 0o777); print('chmod worked')
     except OSError:
         print('chmod refused')
+    try:
+        # `who` 0 with PRIO_USER is every process of the user, the assistant included.
+        os.setpriority(os.PRIO_USER, 0, 19); print('renice of the user worked')
+    except OSError:
+        print('renice of the user refused')
 print('env', os.environ.get('GREETING'), 'cwd', os.getcwd())
 print('stdin', sys.stdin.read())
 "#;
@@ -104,6 +109,7 @@ fn as_a_subreaper_other_processes_and_file_modes_are_out_of_reach() {
     let text = run_with(false, &[("TRY_OTHERS", "1")]);
     assert!(text.contains("prlimit of another refused"), "{text}");
     assert!(text.contains("chmod refused"), "{text}");
+    assert!(text.contains("renice of the user refused"), "{text}");
 }
 
 #[test]

@@ -130,6 +130,9 @@ pub fn cannot_ask(request: &ApprovalRequest) -> String {
 pub fn question_text(request: &ApprovalRequest) -> String {
     let mut text = format!("Approval needed: {}", request.tool);
     if let Some(reason) = &request.reason {
+        // The reason may come from the safety classifier, which read what it checks: one line, capped, so it
+        // cannot add lines of its own to the question.
+        let reason: String = reason.chars().map(|c| if c.is_control() { ' ' } else { c }).take(300).collect();
         text.push_str(&format!("\n  why: {reason}"));
     }
     for line in request.detail.lines() {

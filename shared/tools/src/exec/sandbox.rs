@@ -372,14 +372,18 @@ impl Drop for Scratch {
         if removed || !path.exists() {
             return;
         }
-        // coreutils' rm walks any depth with a bounded number of descriptors.
-        let _ = std::process::Command::new("rm")
-            .args(["-rf", "--one-file-system", "--"])
-            .arg(&path)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status();
+        // The command may have taken the rights off its own folders (chmod 000): the owner can always give them
+        // back. coreutils' chmod and rm walk any depth with a bounded number of descriptors.
+        for args in [&["-R", "u+rwx", "--"][..], &["-rf", "--one-file-system", "--"][..]] {
+            let program = if args[0] == "-R" { "chmod" } else { "rm" };
+            let _ = std::process::Command::new(program)
+                .args(args)
+                .arg(&path)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
         if path.exists() {
             tracing::warn!(folder = %path.display(), "could not remove a sandboxed call's folder");
         }
