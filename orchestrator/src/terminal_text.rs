@@ -19,7 +19,7 @@ fn keeps(c: char) -> bool {
 /// Bidirectional embeddings, overrides and isolates: they reorder what follows on screen, so a line can read
 /// differently from what it is (an approval question that seems to name another file).
 fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
 }
 
 /// `text` without the control characters a terminal would act on.

@@ -469,8 +469,17 @@ def setuid_create():
     os.close(os.open('tool2', os.O_CREAT | os.O_WRONLY, 0o4755))
     if os.stat('tool2').st_mode & 0o4000:
         raise SystemExit('setuid file made')
+def filecap():
+    # cap_setuid+ep on a file the command owns, in the v2 form: any local user running it could become root.
+    value = bytes([0, 0, 0, 2, 0x80, 0, 0, 0, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
+    open('capped', 'w').write('x')
+    os.setxattr('capped', 'security.capability', value)
+def open_tree_attr():
+    # A clone of a mount with its read-only flag cleared (Linux 6.15).
+    if libc.syscall(467, -100, b'/', 1 | 0x8000, None, 0) < 0:
+        raise OSError(ctypes.get_errno(), 'open_tree_attr')
 for name, f in [('memfd', memfd), ('sysv', sysv), ('fallocate', falloc), ('setuid_chmod', setuid_chmod),
-                ('setuid_create', setuid_create)]:
+                ('setuid_create', setuid_create), ('filecap', filecap), ('open_tree_attr', open_tree_attr)]:
     attempt(name, f)
 os.chmod('tool', 0o755); print('plain chmod ok')
 print('big', os.path.getsize('big') if os.path.exists('big') else 0)
@@ -482,7 +491,7 @@ print('big', os.path.getsize('big') if os.path.exists('big') else 0)
     let args = json!({ "code": format!("import os\nos.chdir({:?})\n{code}", root.display().to_string()) });
     let (result, _home) = attack_in(Some(home), extra, "python_execute", args).await;
     let text = seen(&result);
-    for name in ["memfd", "sysv", "fallocate", "setuid_chmod"] {
+    for name in ["memfd", "sysv", "fallocate", "setuid_chmod", "filecap", "open_tree_attr"] {
         assert!(text.contains(&format!("{name} refused")), "{name}: {text}");
     }
     assert!(!text.contains("worked"), "{text}");

@@ -60,12 +60,24 @@ const DENIED: &[libc::c_long] = &[
     libc::SYS_io_uring_register,
     SYS_FILE_GETATTR,
     SYS_FILE_SETATTR,
+    SYS_OPEN_TREE_ATTR,
+    libc::SYS_fanotify_init,
+    libc::SYS_quotactl_fd,
 ];
 
 /// `file_getattr` and `file_setattr` (Linux 6.17; one number on every architecture): inode flags and project
 /// ids by path, which Landlock does not see (a hidden database made immutable).
 const SYS_FILE_GETATTR: libc::c_long = 468;
 const SYS_FILE_SETATTR: libc::c_long = 469;
+/// `open_tree_attr` (Linux 6.15): a clone of a mount with its read-only flag cleared.
+const SYS_OPEN_TREE_ATTR: libc::c_long = 467;
+/// `setxattrat` and `removexattrat` (Linux 6.13).
+const SYS_SETXATTRAT: libc::c_long = 463;
+const SYS_REMOVEXATTRAT: libc::c_long = 466;
+/// The newest system call this filter was written against: anything above answers ENOSYS, so a call the kernel
+/// adds later (another way to do what is refused here) is refused until it has been looked at, and programs fall
+/// back to the older call, which is checked.
+const LAST_KNOWN_SYSCALL: u32 = 470;
 
 /// Calls answered ENOSYS, so that programs fall back to what can be bounded: `memfd_create` (memory no
 /// resource limit counts; programs then use a file), `openat2` (its mode sits in memory seccomp cannot read).
@@ -180,6 +192,8 @@ const REFUSED_WITHOUT_NAMESPACES: &[libc::c_long] = &[
     libc::SYS_removexattr,
     libc::SYS_lremovexattr,
     libc::SYS_fremovexattr,
+    SYS_SETXATTRAT,
+    SYS_REMOVEXATTRAT,
     libc::SYS_utimensat,
     libc::SYS_futimesat,
     #[cfg(target_arch = "x86_64")]
@@ -278,28 +292,26 @@ fn programs(network: bool, namespaces: bool) -> Result<Vec<BpfProgram>, SandboxE
     Ok(out)
 }
 
-/// x86_64 also accepts x32 system calls (bit 30 set in the number) under the same architecture tag, where the
-/// numbers above match nothing: every one of them answers ENOSYS. Installed first.
-#[cfg(target_arch = "x86_64")]
-fn no_x32() -> BpfProgram {
+/// Numbers this filter does not know answer ENOSYS: above [`LAST_KNOWN_SYSCALL`], and on x86_64 the x32 calls
+/// (bit 30 set in the number), which come under the same architecture tag and match none of the numbers here.
+/// Installed first.
+fn unknown_calls() -> BpfProgram {
     use seccompiler::sock_filter;
-    const X32_BIT: u32 = 0x4000_0000;
     const RET_ERRNO: u32 = 0x0005_0000;
     const RET_ALLOW: u32 = 0x7fff_0000;
     let op = |code: u16, jt: u8, jf: u8, k: u32| sock_filter { code, jt, jf, k };
     vec![
         // A = seccomp_data.nr
         op(0x20, 0, 0, 0),
-        // if A >= X32_BIT: errno, else allow
-        op(0x35, 0, 1, X32_BIT),
+        // if A > LAST_KNOWN_SYSCALL (unsigned, so x32's high numbers too): errno, else allow
+        op(0x25, 0, 1, LAST_KNOWN_SYSCALL),
         op(0x06, 0, 0, RET_ERRNO | libc::ENOSYS.unsigned_abs()),
         op(0x06, 0, 0, RET_ALLOW),
     ]
 }
 
 pub fn install(network: bool, namespaces: bool) -> Result<(), SandboxError> {
-    #[cfg(target_arch = "x86_64")]
-    apply_filter(&no_x32()).map_err(|e| SandboxError::Seccomp(e.to_string()))?;
+    apply_filter(&unknown_calls()).map_err(|e| SandboxError::Seccomp(e.to_string()))?;
     for program in programs(network, namespaces)? {
         apply_filter(&program).map_err(|e| SandboxError::Seccomp(e.to_string()))?;
     }

@@ -404,7 +404,7 @@ fn exec_command(policy: &Policy, command: &Command, private_pts: bool) -> ! {
 
 fn confine(policy: &Policy, private_pts: bool) -> Result<(), SandboxError> {
     set_limits(policy)?;
-    drop_ptrace_capability();
+    drop_capabilities();
     landlock_rules::restrict(policy, private_pts)?;
     seccomp_filter::install(policy.network, policy.namespaces)
 }
@@ -420,15 +420,24 @@ fn close_inherited_descriptors() {
     }
 }
 
-/// A root command keeps its other rights, but not the one that reads any process's memory and environment
-/// (the assistant marks itself non-dumpable, which only this capability overrides). Dropped from the bounding
-/// set, so the exec leaves it out; a non-root helper has nothing to drop and gets EPERM, which is fine.
+/// No capabilities survive the exec: a root assistant's command (root in its user namespace, or root outright
+/// without one) would otherwise keep the rights to set file capabilities on a copy of a program, clone a mount
+/// without its read-only flag, watch the assistant's files with fanotify, or read any process's memory. The
+/// bounding set is emptied, so the exec leaves root with none; a non-root command without namespaces has none
+/// to drop and gets EPERM, which is fine (no_new_privs keeps file capabilities from adding any).
 #[allow(unsafe_code)]
-fn drop_ptrace_capability() {
-    const CAP_SYS_PTRACE: libc::c_ulong = 19;
-    // SAFETY: PR_CAPBSET_DROP takes the capability number by value and touches no memory of ours.
+fn drop_capabilities() {
+    const LAST_CAPABILITY: libc::c_ulong = 63;
+    for capability in 0..=LAST_CAPABILITY {
+        // SAFETY: PR_CAPBSET_DROP takes the capability number by value and touches no memory of ours; numbers
+        // past the kernel's last capability answer EINVAL.
+        unsafe {
+            libc::prctl(libc::PR_CAPBSET_DROP, capability, 0, 0, 0);
+        }
+    }
+    // SAFETY: clears the ambient set; no memory is passed.
     unsafe {
-        libc::prctl(libc::PR_CAPBSET_DROP, CAP_SYS_PTRACE, 0, 0, 0);
+        libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
     }
 }
 
