@@ -61,9 +61,10 @@ pub fn restrict(policy: &Policy, private_pts: bool) -> Result<(), SandboxError> 
     // what keeps `kill -9 -1` from reaching the assistant, so the probe requires ABI 6 there.
     ruleset = ruleset.scope(Scope::from_all(abi)).map_err(err)?;
     let mut created = ruleset.create().map_err(err)?;
-    let hidden = expand_hidden(policy);
+    let mounts = crate::mounts::read();
+    let hidden = expand_hidden(policy, &mounts);
     let read = AccessFs::from_read(abi);
-    for path in readable(&hidden) {
+    for path in readable(&hidden, &mounts) {
         created = add(created, &path, read)?;
     }
     for device in READABLE_DEVICES {
@@ -112,7 +113,7 @@ const SOCKET_FOLDERS: &[&str] = &["/run", "/var/run", "/tmp/.X11-unix"];
 
 /// Each hidden path as written and as it really is (a config file that is a symlink hides both; a folder not
 /// made yet is hidden where it will be).
-fn expand_hidden(policy: &Policy) -> Vec<PathBuf> {
+fn expand_hidden(policy: &Policy, mounts: &[crate::mounts::Mount]) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let sockets = SOCKET_FOLDERS.iter().map(PathBuf::from);
     // Only those that exist: a hidden path makes every folder on its way enumerated, and /tmp can be large.
@@ -128,8 +129,7 @@ fn expand_hidden(policy: &Policy) -> Vec<PathBuf> {
     }
     // The same files can be reached through another mount of their file system (a bind mount of the home
     // folder elsewhere): hidden there too.
-    let mounts = crate::mounts::read();
-    for alias in crate::mounts::aliases(&mounts, &out) {
+    for alias in crate::mounts::aliases(mounts, &out) {
         if !out.contains(&alias) {
             out.push(alias);
         }
@@ -138,12 +138,12 @@ fn expand_hidden(policy: &Policy) -> Vec<PathBuf> {
 }
 
 /// The paths to grant read access to: every entry on the way from `/` that neither is nor holds a hidden path.
-pub fn readable(hidden: &[PathBuf]) -> Vec<PathBuf> {
+pub fn readable(hidden: &[PathBuf], mounts: &[crate::mounts::Mount]) -> Vec<PathBuf> {
     let mut out = Vec::new();
     if hidden.is_empty() {
         out.push(PathBuf::from("/"));
     } else {
-        let known = Identities::of(hidden);
+        let known = Identities::of(hidden, mounts);
         cover(Path::new("/"), hidden, &known, &mut out);
     }
     out
@@ -162,7 +162,7 @@ struct Identities {
 }
 
 impl Identities {
-    fn of(hidden: &[PathBuf]) -> Self {
+    fn of(hidden: &[PathBuf], mounts: &[crate::mounts::Mount]) -> Self {
         let id = |path: &Path| std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
         let hidden_ids: HashSet<_> = hidden.iter().filter_map(|p| id(p)).collect();
         let on_the_way: HashSet<_> = hidden
@@ -172,7 +172,7 @@ impl Identities {
             .filter(|i| !hidden_ids.contains(i))
             .collect();
         let inodes = hidden_ids.iter().chain(&on_the_way).map(|(_, ino)| *ino).collect();
-        let mount_points = crate::mounts::read().into_iter().map(|m| m.mount_point).collect();
+        let mount_points = mounts.iter().map(|m| m.mount_point.clone()).collect();
         Self { hidden: hidden_ids, on_the_way, inodes, mount_points }
     }
 
@@ -244,7 +244,7 @@ mod tests {
         // A hard link made before (a backup): another name of the same inode.
         std::fs::hard_link(base.join("config.toml"), base.join("backup.toml")).unwrap();
         let hidden = vec![base.join("config.toml"), base.join("data")];
-        let granted = readable(&hidden);
+        let granted = readable(&hidden, &crate::mounts::read());
         assert!(granted.contains(&base.join("agents.md")));
         assert!(granted.contains(&PathBuf::from("/usr")));
         for gone in ["config.toml", "link.toml", "backup.toml", "data", "data/files", "data/minibot.db"] {

@@ -39,10 +39,6 @@ pub use policy::{
     DiskBound, Limits, MAX_REQUEST_BYTES, Policy, Request, SETUP_FAILED_EXIT, SETUP_FAILED_PREFIX, TempSpace,
 };
 
-/// The descriptor on which the helper reports its own failures and the bounds a command ran into, when the
-/// tool passes one: the command never holds it, so nothing it prints can speak for the helper. Without it
-/// (the helper run by hand) the reports go to stderr.
-pub const STATUS_FD: i32 = 3;
 /// Report lines (after [`SETUP_FAILED_PREFIX`]): the capped temp folder filled up; the disk bound was passed.
 pub const LIMIT_TEMP: &str = "limit: temp";
 pub const LIMIT_DISK: &str = "limit: disk";
@@ -64,7 +60,6 @@ pub fn helper_main(args: Vec<std::ffi::OsString>) -> ! {
             }
             std::process::exit(0);
         }
-        status::find();
         if args.len() != 1 || args[0] != RUN_ARG {
             fail(&"usage: minibot-sandbox --probe | minibot-sandbox --run (the request on standard input)");
         }
@@ -74,6 +69,7 @@ pub fn helper_main(args: Vec<std::ffi::OsString>) -> ! {
             Ok(request) => request,
             Err(e) => fail(&e),
         };
+        status::set_tag(request.report_tag.clone());
         supervise::run(&request)
     }
     #[cfg(not(target_os = "linux"))]
@@ -99,40 +95,31 @@ pub(crate) fn fail(error: &dyn std::fmt::Display) -> ! {
     std::process::exit(SETUP_FAILED_EXIT)
 }
 
-/// Where the helper's reports go: [`STATUS_FD`] when it was open at the start, stderr otherwise.
+/// How the helper's reports reach the tool: lines on the command's stderr that start with the request's
+/// `report_tag`, a random word the tool chose for this call. The command never sees the request (the helper
+/// read it off the pipe before the command started, and cannot read the helper's memory), so nothing it prints
+/// can speak for the helper. Without a tag (the helper run by hand) the lines are plain.
 pub(crate) mod status {
     use std::io::Write as _;
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::OnceLock;
 
-    static OPEN: AtomicBool = AtomicBool::new(false);
+    static TAG: OnceLock<String> = OnceLock::new();
 
-    /// Notes whether the tool passed a status descriptor. Called before the helper opens anything itself.
-    #[allow(unsafe_code)]
-    pub fn find() {
-        #[cfg(target_os = "linux")]
-        {
-            // SAFETY: F_GETFD only asks about a descriptor number; it touches no memory.
-            let open = unsafe { libc::fcntl(super::STATUS_FD, libc::F_GETFD) } >= 0;
-            OPEN.store(open, Ordering::Relaxed);
+    pub fn set_tag(tag: Option<String>) {
+        if let Some(tag) = tag {
+            let _ = TAG.set(tag);
         }
     }
 
-    /// Writes one report line (the prefix is added).
-    #[allow(unsafe_code)]
+    /// Writes one report line (the prefix is added) in one write, so it is not split by the command's output.
     pub fn report(line: &str) {
-        let text = format!("{}{line}\n", super::SETUP_FAILED_PREFIX);
-        #[cfg(target_os = "linux")]
-        if OPEN.load(Ordering::Relaxed) {
-            // SAFETY: writes the bytes of `text` to a descriptor the helper holds open for its whole life.
-            unsafe {
-                libc::write(super::STATUS_FD, text.as_ptr().cast(), text.len());
-            }
-            return;
-        }
+        let text = match TAG.get() {
+            Some(tag) => format!("{tag} {}{line}\n", super::SETUP_FAILED_PREFIX),
+            None => format!("{}{line}\n", super::SETUP_FAILED_PREFIX),
+        };
         let _ = std::io::stderr().write_all(text.as_bytes());
     }
 }
-
 /// Why the sandbox could not be set up. The helper prints it after [`SETUP_FAILED_PREFIX`] and exits with
 /// [`SETUP_FAILED_EXIT`], so the tool reports a failure instead of a command result.
 #[derive(Debug, thiserror::Error)]

@@ -123,6 +123,11 @@ pub fn make_read_only(writable: &[std::path::PathBuf]) -> Result<(), SandboxErro
         };
         if fd < 0 {
             let e = std::io::Error::last_os_error();
+            // A folder that is not there (the managed root deleted meanwhile) has nothing to keep writable;
+            // Landlock grants it nothing either.
+            if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) {
+                continue;
+            }
             return Err(SandboxError::Namespaces(format!("cannot keep {} writable: {e}", folder.display())));
         }
         let fd = i32::try_from(fd).map_err(|_| SandboxError::Namespaces("descriptor out of range".into()))?;

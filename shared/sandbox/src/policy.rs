@@ -58,6 +58,9 @@ pub struct Request {
     pub argv: Vec<String>,
     pub env: Vec<(String, String)>,
     pub cwd: PathBuf,
+    /// The word the helper puts before its own report lines on stderr (see the crate's `status`).
+    #[serde(default)]
+    pub report_tag: Option<String>,
 }
 
 /// The largest request the helper reads (a command line and its environment).

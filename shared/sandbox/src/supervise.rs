@@ -429,9 +429,12 @@ fn close_inherited_descriptors() {
 fn drop_capabilities() {
     const LAST_CAPABILITY: libc::c_ulong = 63;
     for capability in 0..=LAST_CAPABILITY {
-        // SAFETY: PR_CAPBSET_DROP takes the capability number by value and touches no memory of ours; numbers
-        // past the kernel's last capability answer EINVAL.
+        // SAFETY: PR_CAPBSET_READ and PR_CAPBSET_DROP take the capability number by value and touch no memory of
+        // ours; a number past the kernel's last capability answers EINVAL, where the loop ends.
         unsafe {
+            if libc::prctl(libc::PR_CAPBSET_READ, capability, 0, 0, 0) < 0 {
+                break;
+            }
             libc::prctl(libc::PR_CAPBSET_DROP, capability, 0, 0, 0);
         }
     }

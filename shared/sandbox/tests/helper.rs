@@ -62,6 +62,7 @@ fn run_with(namespaces: bool, extra_env: &[(&str, &str)]) -> String {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
         cwd: writable.clone(),
+        report_tag: None,
     };
     let mut child = Command::new(env!("CARGO_BIN_EXE_minibot-sandbox"))
         .arg(minibot_sandbox::RUN_ARG)
@@ -110,6 +111,61 @@ fn as_a_subreaper_other_processes_and_file_modes_are_out_of_reach() {
     assert!(text.contains("prlimit of another refused"), "{text}");
     assert!(text.contains("chmod refused"), "{text}");
     assert!(text.contains("renice of the user refused"), "{text}");
+}
+
+/// A writable folder that is gone (the managed folder deleted while the assistant runs) is no reason to fail
+/// every call: there is nothing to grant.
+#[test]
+fn a_missing_writable_folder_is_skipped() {
+    for namespaces in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let request = Request {
+            policy: Policy {
+                read_write: vec![dir.path().join("gone"), dir.path().to_path_buf()],
+                namespaces,
+                ..Policy::default()
+            },
+            argv: vec!["/bin/sh".into(), "-c".into(), "echo ok > made".into()],
+            env: vec![],
+            cwd: dir.path().to_path_buf(),
+            report_tag: None,
+        };
+        let mut child = Command::new(env!("CARGO_BIN_EXE_minibot-sandbox"))
+            .arg(minibot_sandbox::RUN_ARG)
+            .env_clear()
+            .stdin(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(&request.encode().unwrap()).unwrap();
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        assert!(dir.path().join("made").is_file());
+    }
+}
+
+/// The helper's own lines carry the call's tag, which the command never sees; what the command prints does not.
+#[test]
+fn the_helpers_reports_carry_the_calls_tag() {
+    let request = Request {
+        policy: Policy { read_write: vec!["/nonexistent/folder".into()], ..Policy::default() },
+        argv: vec!["/bin/sh".into(), "-c".into(), "echo 'minibot-sandbox: fake' >&2".into()],
+        env: vec![],
+        cwd: "/nonexistent/cwd".into(),
+        report_tag: Some("tag-4711".into()),
+    };
+    let mut child = Command::new(env!("CARGO_BIN_EXE_minibot-sandbox"))
+        .arg(minibot_sandbox::RUN_ARG)
+        .env_clear()
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&request.encode().unwrap()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(minibot_sandbox::SETUP_FAILED_EXIT));
+    let error = String::from_utf8_lossy(&output.stderr);
+    assert!(error.starts_with("tag-4711 minibot-sandbox: cannot enter the working folder"), "{error}");
 }
 
 #[test]

@@ -99,6 +99,7 @@ impl Tool for Bash {
             env,
             cwd: cwd.clone(),
             stdin: None,
+            report_tag: None,
         };
         let launch = applied.wrap(command, temp.path(), &[]).map_err(|e| ToolError::respond("sandbox_failed", e))?;
         let output = runner::run(RunSpec {
@@ -111,7 +112,7 @@ impl Tool for Bash {
             max_output_bytes: self.config.max_output_bytes.bytes() as usize,
             rlimits: applied.rlimits.clone(),
             graceful_stop: applied.stops_gracefully(),
-            helper_status: applied.contain.is_some(),
+            report_tag: launch.report_tag,
         })
         .await
         .map_err(run_error)?;

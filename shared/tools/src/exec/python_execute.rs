@@ -72,6 +72,7 @@ impl PythonRuntime {
             env: runner::build_env(self.config.pass_parent_env, &self.config.env_allowlist, &extra),
             cwd: dir.path().to_path_buf(),
             stdin,
+            report_tag: None,
         };
         let launch =
             applied.wrap(command, temp.path(), &[dir.path()]).map_err(|e| ToolError::respond("sandbox_failed", e))?;
@@ -85,7 +86,7 @@ impl PythonRuntime {
             max_output_bytes: self.config.max_output_bytes.bytes() as usize,
             rlimits: applied.rlimits.clone(),
             graceful_stop: applied.stops_gracefully(),
-            helper_status: applied.contain.is_some(),
+            report_tag: launch.report_tag,
         })
         .await
         .map_err(run_error)?;

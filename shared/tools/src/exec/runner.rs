@@ -37,9 +37,9 @@ pub struct RunSpec {
     /// At the timeout, ask the program (the sandbox helper) with SIGTERM to end itself and everything it started
     /// before the group is killed: processes that left the group are reached only that way.
     pub graceful_stop: bool,
-    /// Give the program (the sandbox helper) a pipe on [`minibot_sandbox::STATUS_FD`] for its own reports, read
-    /// into [`RunOutput::helper_report`]: the command it runs never holds it, so cannot speak for it.
-    pub helper_status: bool,
+    /// The word that starts the sandbox helper's own report lines on stderr: those lines are taken out of
+    /// stderr into [`RunOutput::helper_report`], also past the output cap.
+    pub report_tag: Option<String>,
 }
 
 /// How long a helper asked to stop may take before the group is killed.
@@ -56,8 +56,8 @@ pub struct RunOutput {
     pub timed_out: bool,
     pub truncated: bool,
     pub duration: Duration,
-    /// What the sandbox helper reported on its status pipe (its set-up failures, the bounds the command ran
-    /// into); empty without one.
+    /// What the sandbox helper reported (its set-up failures, the bounds the command ran into), one line each,
+    /// without the tag; empty without a tag.
     pub helper_report: String,
 }
 
@@ -107,19 +107,7 @@ pub async fn run(spec: RunSpec) -> Result<RunOutput, RunError> {
     if let Some(limits) = &spec.rlimits {
         apply_rlimits(&mut command, limits.clone());
     }
-    let report = if spec.helper_status {
-        let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-            .map_err(|e| RunError::Spawn { program: spec.program.clone(), source: e.into() })?;
-        give_status_fd(&mut command, &write);
-        Some((read, write))
-    } else {
-        None
-    };
-    let spawned = command.spawn().map_err(|source| RunError::Spawn { program: spec.program.clone(), source });
-    // Our copy of the write end closes here, so the read end ends when the helper (and its pid 1) do.
-    let report = report.map(|(read, _write)| read);
-    let mut child = spawned?;
-    let report = report.map(|read| tokio::task::spawn_blocking(move || read_report(read)));
+    let mut child = command.spawn().map_err(|source| RunError::Spawn { program: spec.program.clone(), source })?;
     let pgid = child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw);
     // If the caller stops waiting (the turn timed out and this future is dropped), kill_on_drop would reach
     // only the direct child; the guard takes the rest of the group with it.
@@ -157,11 +145,11 @@ pub async fn run(spec: RunSpec) -> Result<RunOutput, RunError> {
         None => child.wait().await.map_err(RunError::Wait)?,
     };
     guard.pgid = None;
-    let (stdout, stdout_over) = collect(stdout).await;
-    let (stderr, stderr_over) = collect(stderr).await;
-    let helper_report = match report {
-        Some(task) => tokio::time::timeout(DRAIN_GRACE, task).await.ok().and_then(Result::ok).unwrap_or_default(),
-        None => String::new(),
+    let (stdout, stdout_over, _) = collect(stdout).await;
+    let (stderr, stderr_over, stderr_tail) = collect(stderr).await;
+    let (stderr, helper_report) = match &spec.report_tag {
+        Some(tag) => take_reports(stderr, &stderr_tail, tag),
+        None => (stderr, String::new()),
     };
     let (stdout, stderr, cut) = fit(stdout, stderr, cap);
 
@@ -200,20 +188,27 @@ impl Drop for GroupGuard {
     }
 }
 
-async fn collect(task: Option<tokio::task::JoinHandle<(Vec<u8>, bool)>>) -> (Vec<u8>, bool) {
+type Captured = (Vec<u8>, bool, Vec<u8>);
+
+async fn collect(task: Option<tokio::task::JoinHandle<Captured>>) -> Captured {
     let Some(task) = task else {
-        return (Vec::new(), false);
+        return (Vec::new(), false, Vec::new());
     };
     match tokio::time::timeout(DRAIN_GRACE, task).await {
         Ok(Ok(out)) => out,
         // A reader still blocked after the grace period belongs to an escaped process; its output is lost.
-        _ => (Vec::new(), true),
+        _ => (Vec::new(), true, Vec::new()),
     }
 }
 
-/// Keeps the first `cap` bytes, drains the rest; the flag says whether anything was dropped.
-async fn read_capped(mut pipe: impl AsyncRead + Unpin, cap: usize) -> (Vec<u8>, bool) {
+/// How much of the dropped output is kept from its end: the sandbox helper's last report lines.
+const TAIL: usize = 4096;
+
+/// Keeps the first `cap` bytes and the last [`TAIL`] of what came after them, drains the rest; the flag says
+/// whether anything was dropped.
+async fn read_capped(mut pipe: impl AsyncRead + Unpin, cap: usize) -> Captured {
     let mut kept = Vec::new();
+    let mut tail: Vec<u8> = Vec::new();
     let mut over = false;
     let mut buf = vec![0u8; 16 * 1024];
     loop {
@@ -223,12 +218,36 @@ async fn read_capped(mut pipe: impl AsyncRead + Unpin, cap: usize) -> (Vec<u8>, 
                 let room = cap.saturating_sub(kept.len());
                 if n > room {
                     over = true;
+                    tail.extend_from_slice(&buf[room..n]);
+                    if tail.len() > TAIL {
+                        tail.drain(..tail.len() - TAIL);
+                    }
                 }
                 kept.extend_from_slice(&buf[..n.min(room)]);
             }
         }
     }
-    (kept, over)
+    (kept, over, tail)
+}
+
+/// Takes the lines that start with `tag` out of `stderr` (and finds them in `tail`, what came after the cap):
+/// the rest of stderr, and those lines without the tag.
+fn take_reports(stderr: Vec<u8>, tail: &[u8], tag: &str) -> (Vec<u8>, String) {
+    let marker = format!("{tag} ");
+    let mut rest = Vec::with_capacity(stderr.len());
+    let mut reports = String::new();
+    for line in stderr.split_inclusive(|b| *b == b'\n') {
+        match line.strip_prefix(marker.as_bytes()) {
+            Some(report) => reports.push_str(&String::from_utf8_lossy(report)),
+            None => rest.extend_from_slice(line),
+        }
+    }
+    for line in tail.split_inclusive(|b| *b == b'\n') {
+        if let Some(report) = line.strip_prefix(marker.as_bytes()) {
+            reports.push_str(&String::from_utf8_lossy(report));
+        }
+    }
+    (rest, reports)
 }
 
 /// Applies the combined cap, cutting stdout before stderr (errors explain failures), and decodes both.
@@ -245,36 +264,6 @@ fn decode(bytes: &[u8]) -> String {
         Ok(text) => text.to_string(),
         Err(err) if err.error_len().is_none() => String::from_utf8_lossy(&bytes[..err.valid_up_to()]).into_owned(),
         Err(_) => String::from_utf8_lossy(bytes).into_owned(),
-    }
-}
-
-/// The helper's reports, capped: a few lines at most.
-fn read_report(read: std::os::fd::OwnedFd) -> String {
-    use std::io::Read as _;
-    let mut text = String::new();
-    let _ = std::fs::File::from(read).take(16 * 1024).read_to_string(&mut text);
-    text
-}
-
-#[allow(unsafe_code)]
-fn give_status_fd(command: &mut Command, write: &std::os::fd::OwnedFd) {
-    use std::os::fd::AsRawFd as _;
-    let fd = write.as_raw_fd();
-    let target = minibot_sandbox::STATUS_FD;
-    // SAFETY: the closure runs in the forked child before exec and only calls dup2(2) and fcntl(2), which are
-    // async-signal-safe, on descriptor numbers captured before the fork.
-    unsafe {
-        command.pre_exec(move || {
-            if fd == target {
-                // dup2 onto itself keeps close-on-exec: clear it instead.
-                if libc::fcntl(fd, libc::F_SETFD, 0) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            } else if libc::dup2(fd, target) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
     }
 }
 

@@ -135,6 +135,8 @@ pub struct Launch {
     pub env: Vec<(String, String)>,
     pub cwd: PathBuf,
     pub stdin: Option<Vec<u8>>,
+    /// The word that marks the sandbox helper's own lines on stderr, for the runner to take out.
+    pub report_tag: Option<String>,
 }
 
 /// What will wrap the command.
@@ -167,7 +169,8 @@ impl AppliedSandbox {
             env.push(("TMPDIR".to_string(), temp.display().to_string()));
             let mut argv = vec![command.program];
             argv.extend(command.args);
-            let request = Request { policy, argv, env, cwd: command.cwd };
+            let tag = report_tag().map_err(|e| format!("cannot make the sandbox's report tag: {e}"))?;
+            let request = Request { policy, argv, env, cwd: command.cwd, report_tag: Some(tag.clone()) };
             let mut stdin = request.encode()?;
             stdin.extend(command.stdin.unwrap_or_default());
             let mut args = contain.helper.leading.clone();
@@ -178,6 +181,7 @@ impl AppliedSandbox {
                 env: Vec::new(),
                 cwd: PathBuf::from("/"),
                 stdin: Some(stdin),
+                report_tag: Some(tag),
             });
         }
         Ok(match self.prefix.split_first() {
@@ -218,6 +222,13 @@ impl AppliedSandbox {
             out.insert("sandbox_network".into(), contain.policy.network.into());
         }
     }
+}
+
+/// A random word for one call (128 bits, hex), which the command cannot guess.
+fn report_tag() -> Result<String, getrandom::Error> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes)?;
+    Ok(format!("minibot-sandbox-report-{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()))
 }
 
 /// A mode this host cannot provide, with the key to change.
@@ -359,34 +370,58 @@ impl Drop for Scratch {
     fn drop(&mut self) {
         let Some(dir) = self.0.take() else { return };
         let path = dir.keep();
-        // std's removal recurses once per level: on a stack of its own, large enough for any tree `disk_files`
-        // lets a call make (the memory is only reserved, not used, for an ordinary folder).
-        let target = path.clone();
-        let removed = std::thread::Builder::new()
-            .name("sandbox-cleanup".into())
-            .stack_size(CLEANUP_STACK)
-            .spawn(move || std::fs::remove_dir_all(&target).is_ok())
-            .ok()
-            .and_then(|thread| thread.join().ok())
-            .unwrap_or(false);
-        if removed || !path.exists() {
-            return;
+        // std's removal recurses once per level: it runs on a thread with a stack large enough for any tree
+        // `disk_files` lets a call make (only reserved, not used, for an ordinary folder), started once. The
+        // call waits for it, so nothing is left when the process exits right after.
+        let (done, finished) = std::sync::mpsc::sync_channel(1);
+        match cleaner().map(|cleaner| cleaner.send((path.clone(), done))) {
+            Some(Ok(())) => {
+                let _ = finished.recv();
+            }
+            _ => remove_scratch(&path),
         }
-        // The command may have taken the rights off its own folders (chmod 000): the owner can always give them
-        // back. coreutils' chmod and rm walk any depth with a bounded number of descriptors.
-        for args in [&["-R", "u+rwx", "--"][..], &["-rf", "--one-file-system", "--"][..]] {
-            let program = if args[0] == "-R" { "chmod" } else { "rm" };
-            let _ = std::process::Command::new(program)
-                .args(args)
-                .arg(&path)
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .status();
-        }
-        if path.exists() {
-            tracing::warn!(folder = %path.display(), "could not remove a sandboxed call's folder");
-        }
+    }
+}
+
+type CleanupJob = (PathBuf, std::sync::mpsc::SyncSender<()>);
+
+fn cleaner() -> Option<&'static std::sync::mpsc::Sender<CleanupJob>> {
+    static CLEANER: OnceLock<Option<std::sync::mpsc::Sender<CleanupJob>>> = OnceLock::new();
+    CLEANER
+        .get_or_init(|| {
+            let (jobs, queue) = std::sync::mpsc::channel::<CleanupJob>();
+            std::thread::Builder::new()
+                .name("sandbox-cleanup".into())
+                .stack_size(CLEANUP_STACK)
+                .spawn(move || {
+                    for (path, done) in queue {
+                        remove_scratch(&path);
+                        let _ = done.send(());
+                    }
+                })
+                .ok()?;
+            Some(jobs)
+        })
+        .as_ref()
+}
+
+fn remove_scratch(path: &Path) {
+    if std::fs::remove_dir_all(path).is_ok() || !path.exists() {
+        return;
+    }
+    // The command may have taken the rights off its own folders (chmod 000): the owner can always give them
+    // back. coreutils' chmod and rm walk any depth with a bounded number of descriptors.
+    for (program, args) in [("chmod", &["-R", "u+rwx", "--"][..]), ("rm", &["-rf", "--one-file-system", "--"][..])] {
+        let _ = std::process::Command::new(program)
+            .args(args)
+            .arg(path)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
+    if path.exists() {
+        tracing::warn!(folder = %path.display(), "could not remove a sandboxed call's folder");
     }
 }
 
