@@ -41,6 +41,20 @@ print('env', os.environ.get('GREETING'), 'cwd', os.getcwd())
 print('stdin', sys.stdin.read())
 "#;
 
+/// Runs the helper binary with `input` on its standard input (a request, then the command's input).
+fn helper(input: &[u8]) -> std::process::Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_minibot-sandbox"))
+        .arg(minibot_sandbox::RUN_ARG)
+        .env_clear()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
 fn run(namespaces: bool) -> String {
     run_with(namespaces, &[])
 }
@@ -64,18 +78,9 @@ fn run_with(namespaces: bool, extra_env: &[(&str, &str)]) -> String {
         cwd: writable.clone(),
         report_tag: None,
     };
-    let mut child = Command::new(env!("CARGO_BIN_EXE_minibot-sandbox"))
-        .arg(minibot_sandbox::RUN_ARG)
-        .env_clear()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
     let mut input = request.encode().unwrap();
     input.extend_from_slice(b"rest of the input");
-    child.stdin.take().unwrap().write_all(&input).unwrap();
-    let output = child.wait_with_output().unwrap();
+    let output = helper(&input);
     let text = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(output.status.success(), "{text} {}", String::from_utf8_lossy(&output.stderr));
     assert!(text.contains(&format!("env hello cwd {}", writable.display())), "{text}");
@@ -130,15 +135,7 @@ fn a_missing_writable_folder_is_skipped() {
             cwd: dir.path().to_path_buf(),
             report_tag: None,
         };
-        let mut child = Command::new(env!("CARGO_BIN_EXE_minibot-sandbox"))
-            .arg(minibot_sandbox::RUN_ARG)
-            .env_clear()
-            .stdin(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(&request.encode().unwrap()).unwrap();
-        let output = child.wait_with_output().unwrap();
+        let output = helper(&request.encode().unwrap());
         assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
         assert!(dir.path().join("made").is_file());
     }
@@ -154,15 +151,7 @@ fn the_helpers_reports_carry_the_calls_tag() {
         cwd: "/nonexistent/cwd".into(),
         report_tag: Some("tag-4711".into()),
     };
-    let mut child = Command::new(env!("CARGO_BIN_EXE_minibot-sandbox"))
-        .arg(minibot_sandbox::RUN_ARG)
-        .env_clear()
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(&request.encode().unwrap()).unwrap();
-    let output = child.wait_with_output().unwrap();
+    let output = helper(&request.encode().unwrap());
     assert_eq!(output.status.code(), Some(minibot_sandbox::SETUP_FAILED_EXIT));
     let error = String::from_utf8_lossy(&output.stderr);
     assert!(error.starts_with("tag-4711 minibot-sandbox: cannot enter the working folder"), "{error}");
@@ -171,15 +160,7 @@ fn the_helpers_reports_carry_the_calls_tag() {
 #[test]
 fn a_malformed_request_runs_nothing_and_says_why() {
     for input in [&b""[..], &b"\x05\x00\x00\x00{not"[..], &b"\xff\xff\xff\xff"[..]] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_minibot-sandbox"))
-            .arg(minibot_sandbox::RUN_ARG)
-            .env_clear()
-            .stdin(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(input).unwrap();
-        let output = child.wait_with_output().unwrap();
+        let output = helper(input);
         assert_eq!(output.status.code(), Some(minibot_sandbox::SETUP_FAILED_EXIT));
         let error = String::from_utf8_lossy(&output.stderr);
         assert!(error.starts_with(minibot_sandbox::SETUP_FAILED_PREFIX), "{error}");

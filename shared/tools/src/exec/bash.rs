@@ -1,6 +1,6 @@
-use super::runner::{self, RunSpec};
+use super::clamp_timeout;
+use super::runner;
 use super::sandbox::{self, Launch, SandboxScope, SandboxSettings};
-use super::{clamp_timeout, run_error};
 use crate::files::{ManagedRoot, sha8, write_spill};
 use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
 use minibot_config::BashSection;
@@ -101,21 +101,8 @@ impl Tool for Bash {
             stdin: None,
             report_tag: None,
         };
-        let launch = applied.wrap(command, temp.path(), &[]).map_err(|e| ToolError::respond("sandbox_failed", e))?;
-        let output = runner::run(RunSpec {
-            program: launch.program,
-            args: launch.args,
-            cwd: launch.cwd,
-            env: launch.env,
-            stdin: launch.stdin,
-            timeout,
-            max_output_bytes: self.config.max_output_bytes.bytes() as usize,
-            rlimits: applied.rlimits.clone(),
-            graceful_stop: applied.stops_gracefully(),
-            report_tag: launch.report_tag,
-        })
-        .await
-        .map_err(run_error)?;
+        let output =
+            applied.run(command, temp.path(), &[], timeout, self.config.max_output_bytes.bytes() as usize).await?;
         drop(temp);
         if let Some(error) = sandbox::setup_failure(&applied, &output) {
             return Err(error);

@@ -195,6 +195,35 @@ impl AppliedSandbox {
         })
     }
 
+    /// Wraps `command` ([`Self::wrap`]) and runs it with the runner: its output, or the tool's error when it
+    /// could not start.
+    pub async fn run(
+        &self,
+        command: Launch,
+        temp: &Path,
+        also_writable: &[&Path],
+        timeout: Duration,
+        max_output_bytes: usize,
+    ) -> Result<super::runner::RunOutput, minibot_agent::ToolError> {
+        let launch = self
+            .wrap(command, temp, also_writable)
+            .map_err(|e| minibot_agent::ToolError::respond("sandbox_failed", e))?;
+        super::runner::run(super::runner::RunSpec {
+            program: launch.program,
+            args: launch.args,
+            cwd: launch.cwd,
+            env: launch.env,
+            stdin: launch.stdin,
+            timeout,
+            max_output_bytes,
+            rlimits: self.rlimits.clone(),
+            graceful_stop: self.stops_gracefully(),
+            report_tag: launch.report_tag,
+        })
+        .await
+        .map_err(super::run_error)
+    }
+
     /// Whether the runner should ask the helper to end the command (and all it started) before killing it.
     pub fn stops_gracefully(&self) -> bool {
         self.contain.is_some()

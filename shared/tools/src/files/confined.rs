@@ -134,21 +134,7 @@ impl ManagedRoot {
     /// Writes `bytes` as the whole content of `path`, created or replaced: a new file in the same folder renamed
     /// over the name. Other hard links to the old file keep the old content.
     pub fn replace(&self, path: &ManagedPath, bytes: &[u8]) -> io::Result<()> {
-        let (folder, name) = match self.place(path) {
-            Place::Inside(relative) => {
-                let name = relative.file_name().ok_or_else(|| not_a_file_name(relative))?;
-                let folder = match relative.parent() {
-                    Some(parent) if !parent.as_os_str().is_empty() => self.handle()?.open_dir(parent)?,
-                    _ => self.handle()?.try_clone()?,
-                };
-                (folder, name)
-            }
-            Place::Outside(absolute) => {
-                let name = absolute.file_name().ok_or_else(|| not_a_file_name(absolute))?;
-                let parent = absolute.parent().unwrap_or(Path::new("/"));
-                (Dir::open_ambient_dir(parent, cap_std::ambient_authority())?, name)
-            }
-        };
+        let (folder, name) = self.folder_and_name(path)?;
         replace_in(&folder, name, bytes)
     }
 
@@ -183,18 +169,23 @@ impl ManagedRoot {
     /// below it went. Not cap-std's or std's `remove_dir_all`: both recurse once per level, and the model can
     /// make the tree as deep as it likes (see `walk.rs`).
     pub fn remove_dir_all(&self, path: &ManagedPath) -> io::Result<u64> {
-        let (folder, name) = match self.place(path) {
+        let (folder, name) = self.folder_and_name(path)?;
+        remove_tree(&folder, name)
+    }
+
+    /// The folder holding `path`, opened through the root's handle when it is inside, and its last name.
+    fn folder_and_name<'p>(&self, path: &'p ManagedPath) -> io::Result<(Dir, &'p OsStr)> {
+        match self.place(path) {
             Place::Inside(relative) => {
                 let name = relative.file_name().ok_or_else(|| not_a_file_name(relative))?;
                 let folder = match relative.parent() {
                     Some(parent) if !parent.as_os_str().is_empty() => self.handle()?.open_dir(parent)?,
                     _ => self.handle()?.try_clone()?,
                 };
-                (folder, name)
+                Ok((folder, name))
             }
-            Place::Outside(absolute) => ambient_parent(absolute)?,
-        };
-        remove_tree(&folder, name)
+            Place::Outside(absolute) => ambient_parent(absolute),
+        }
     }
 }
 
