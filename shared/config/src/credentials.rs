@@ -119,23 +119,7 @@ fn percent_decode(text: &str) -> Option<String> {
     if !text.contains('%') {
         return None;
     }
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
-        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
-            (b'%', Some(byte)) => {
-                out.push(byte);
-                i += 3;
-            }
-            (byte, _) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).ok()
+    percent_encoding::percent_decode_str(text).decode_utf8().ok().map(String::from)
 }
 
 #[cfg(test)]

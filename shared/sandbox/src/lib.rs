@@ -23,6 +23,8 @@ pub mod policy;
 pub mod probe;
 
 #[cfg(target_os = "linux")]
+mod disk;
+#[cfg(target_os = "linux")]
 mod landlock_rules;
 pub mod mounts;
 #[cfg(target_os = "linux")]

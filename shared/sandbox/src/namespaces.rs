@@ -61,17 +61,6 @@ pub fn mount_temp(temp: &crate::TempSpace) -> Result<(), SandboxError> {
         .map_err(|e| SandboxError::Namespaces(format!("cannot mount {}: {e}", temp.path.display())))
 }
 
-/// Whether the capped temp folder ran out of room (what is left is less than a write would need).
-// The block counts are u64 here but narrower on 32-bit targets.
-#[allow(clippy::useless_conversion)]
-pub fn is_full(path: &std::path::Path) -> bool {
-    let Ok(stat) = nix::sys::statvfs::statvfs(path) else { return false };
-    let block = stat.fragment_size().max(1);
-    let total = u64::from(stat.blocks()).saturating_mul(block);
-    let free = u64::from(stat.blocks_available()).saturating_mul(block);
-    free < (total / 64).clamp(block, 1024 * 1024)
-}
-
 /// A devpts of the namespace's own on /dev/pts, with its `ptmx` over /dev/ptmx: the command can open
 /// pseudo-terminals, but never the host's, where the user's terminal is (reading it steals keystrokes).
 /// Called by the namespace's pid 1.

@@ -139,14 +139,19 @@ fn compile(rules: BTreeMap<i64, Vec<SeccompRule>>, action: SeccompAction) -> Res
     filter.try_into().map_err(|e: seccompiler::BackendError| SandboxError::Seccomp(e.to_string()))
 }
 
+fn compare(len: SeccompCmpArgLen, arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, SandboxError> {
+    SeccompCondition::new(arg, len, op, value).map_err(|e| SandboxError::Seccomp(e.to_string()))
+}
+
+/// A condition on a `long` argument (clone's flags).
 fn condition(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, SandboxError> {
-    SeccompCondition::new(arg, SeccompCmpArgLen::Qword, op, value).map_err(|e| SandboxError::Seccomp(e.to_string()))
+    compare(SeccompCmpArgLen::Qword, arg, op, value)
 }
 
 /// A condition on an `int` argument: the kernel reads only its low 32 bits, so the upper ones must not let a
 /// value slip past a 64-bit comparison.
 fn int_condition(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, SandboxError> {
-    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value).map_err(|e| SandboxError::Seccomp(e.to_string()))
+    compare(SeccompCmpArgLen::Dword, arg, op, value)
 }
 
 /// ioctls refused: push a character into a terminal's input (`TIOCSTI`), the console's selection and paste

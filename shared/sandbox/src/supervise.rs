@@ -7,7 +7,7 @@
 //! timeout) ends the command and everything it started the same way.
 
 use crate::{Capabilities, Policy, Request, SETUP_FAILED_EXIT, SETUP_FAILED_PREFIX, SandboxError, fail};
-use crate::{landlock_rules, namespaces, seccomp_filter};
+use crate::{disk, landlock_rules, namespaces, seccomp_filter};
 use nix::sys::prctl;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
@@ -106,7 +106,7 @@ pub fn run(request: &Request) -> ! {
     };
     drop(report_write);
     let temp = policy.temp.as_ref().map(|temp| temp.path.as_path());
-    let mut disk = policy.disk.map(|bound| DiskWatch::start(bound, &policy.read_write, temp));
+    let mut disk = policy.disk.map(|bound| disk::DiskWatch::start(bound, &policy.read_write, temp));
     let (ended, stopped_by) = wait_for(child, &signals, disk.as_mut());
     let ending = if policy.namespaces && stopped_by.is_none() {
         // pid 1 wrote how the command ended; without a word it died itself (a signal from outside).
@@ -152,7 +152,7 @@ const DISK_TICK: libc::timespec = libc::timespec { tv_sec: 0, tv_nsec: 250_000_0
 
 /// Waits until `child` ended, a stop signal came or the command passed its disk bound: how it ended, and why
 /// it was stopped.
-fn wait_for(child: Pid, signals: &SigSet, mut disk: Option<&mut DiskWatch>) -> (Ending, Option<Stop>) {
+fn wait_for(child: Pid, signals: &SigSet, mut disk: Option<&mut disk::DiskWatch>) -> (Ending, Option<Stop>) {
     let stop = |stop: Stop| {
         let _ = kill(child, Signal::SIGKILL);
         end_everything(child);
@@ -196,55 +196,6 @@ fn timed_wait(signals: &SigSet) -> Option<Signal> {
     // SAFETY: the set and the timeout are valid for the call; no siginfo is asked for.
     let number = unsafe { libc::sigtimedwait(signals.as_ref(), std::ptr::null_mut(), &DISK_TICK) };
     Signal::try_from(number).ok()
-}
-
-/// The free space and inodes under each writable folder when the command started.
-struct DiskWatch {
-    bound: crate::DiskBound,
-    start: Vec<(std::path::PathBuf, u64, u64)>,
-}
-
-/// Below this much free space the command is stopped whatever its bound: the assistant's own database lives
-/// on these disks too.
-const DISK_RESERVE: u64 = 256 * 1024 * 1024;
-
-impl DiskWatch {
-    /// `folders` without the capped temp folder, which is a tmpfs of its own (and bounded by its size).
-    fn start(bound: crate::DiskBound, folders: &[std::path::PathBuf], temp: Option<&std::path::Path>) -> Self {
-        let start = folders
-            .iter()
-            .filter(|folder| Some(folder.as_path()) != temp)
-            .filter_map(|folder| free_under(folder).map(|(bytes, files)| (folder.clone(), bytes, files)))
-            .collect();
-        Self { bound, start }
-    }
-
-    /// The report line of a bound passed, if one was.
-    fn passed(&self) -> Option<&'static str> {
-        for (folder, bytes_then, files_then) in &self.start {
-            let Some((bytes, files)) = free_under(folder) else { continue };
-            let taken = bytes_then.saturating_sub(bytes);
-            if taken > self.bound.bytes || (taken > 0 && bytes < DISK_RESERVE) {
-                return Some(crate::LIMIT_DISK);
-            }
-            if files_then.saturating_sub(files) > self.bound.files {
-                return Some(crate::LIMIT_FILES);
-            }
-        }
-        None
-    }
-}
-
-/// Free bytes and inodes of the file system `folder` is on.
-fn free_under(folder: &std::path::Path) -> Option<(u64, u64)> {
-    let stat = nix::sys::statvfs::statvfs(folder).ok()?;
-    Some((available_bytes(&stat), stat.files_available()))
-}
-
-// The block counts are u64 here but narrower on 32-bit targets.
-#[allow(clippy::useless_conversion)]
-fn available_bytes(stat: &nix::sys::statvfs::Statvfs) -> u64 {
-    u64::from(stat.blocks_available()).saturating_mul(stat.fragment_size())
 }
 
 /// Kills and reaps every process left: with a pid namespace that is only its pid 1 (the kernel ends the
@@ -318,7 +269,7 @@ fn be_pid_one(policy: &Policy, command: &Command, mut report: std::fs::File) -> 
         match waitpid(None, None) {
             Ok(status) if status.pid() == Some(child) => {
                 if let Some(ending) = Ending::of(status) {
-                    if policy.temp.as_ref().is_some_and(|temp| namespaces::is_full(&temp.path)) {
+                    if policy.temp.as_ref().is_some_and(|temp| disk::is_full(&temp.path)) {
                         crate::status::report(crate::LIMIT_TEMP);
                     }
                     let _ = report.write_all(&ending.encode());

@@ -21,13 +21,16 @@ use std::time::Duration;
 /// inline (MiniBot: no spill storage in workers).
 pub fn register(registry: &mut ToolRegistry, services: &ToolServices, spill: bool) {
     let tools = &services.config.tools;
+    if !tools.python_exec.enabled && !tools.bash.enabled {
+        return;
+    }
+    let scope = sandbox::SandboxScope::from_config(&services.config, services.files.as_deref());
     if tools.python_exec.enabled {
-        let python = PythonExecute::new(&services.config, services.files.clone());
+        let python = PythonExecute::new(&services.config, scope.clone(), services.files.clone());
         registry.register(dyn_tool(PythonEnvironmentInfo::new(python.runtime())));
         registry.register(dyn_tool(python));
     }
     if tools.bash.enabled {
-        let scope = sandbox::SandboxScope::from_config(&services.config, services.files.as_deref());
         let files = if spill { services.files.clone() } else { None };
         registry.register(dyn_tool(Bash::new(&tools.bash, scope, files)));
     }

@@ -23,7 +23,7 @@ pub struct PythonRuntime {
 }
 
 impl PythonRuntime {
-    fn new(config: &Config, files: Option<&ManagedRoot>) -> Self {
+    fn new(config: &Config, scope: SandboxScope) -> Self {
         let section = config.tools.python_exec.clone();
         let python = match (&section.python_path, &section.venv_path) {
             (Some(path), _) => config.resolve_path(path).display().to_string(),
@@ -32,7 +32,6 @@ impl PythonRuntime {
         };
         let jail_shared_dir = section.artifacts_jail_shared_dir.as_deref().map(|d| config.resolve_path(d));
         let sandbox = sandbox::python_settings(&section);
-        let scope = SandboxScope::from_config(config, files);
         Self { config: section, sandbox, scope, python, jail_shared_dir }
     }
 
@@ -92,8 +91,9 @@ pub struct PythonExecute {
 }
 
 impl PythonExecute {
-    pub fn new(config: &Config, files: Option<Arc<ManagedRoot>>) -> Self {
-        Self { runtime: Arc::new(PythonRuntime::new(config, files.as_deref())), files }
+    /// `scope`: what a contained call may write and may not read ([`SandboxScope::from_config`]).
+    pub fn new(config: &Config, scope: SandboxScope, files: Option<Arc<ManagedRoot>>) -> Self {
+        Self { runtime: Arc::new(PythonRuntime::new(config, scope)), files }
     }
 
     pub fn runtime(&self) -> Arc<PythonRuntime> {

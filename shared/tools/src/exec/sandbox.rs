@@ -83,7 +83,12 @@ impl SandboxScope {
             }
         }
         let read_write: Vec<PathBuf> = files.map(|root| vec![root.path().to_path_buf()]).unwrap_or_default();
-        let writable_guarded = writable_guarded(&crate::files::ProtectedPaths::from_config(config), &read_write);
+        // Only a managed root is writable besides the call's own folders: without one there is nothing to check.
+        let writable_guarded = if read_write.is_empty() {
+            Vec::new()
+        } else {
+            writable_guarded(&crate::files::ProtectedPaths::from_config(config), &read_write)
+        };
         Self { read_write, hidden, temp_root, writable_guarded }
     }
 }

@@ -76,6 +76,20 @@ struct Level {
     entries: std::vec::IntoIter<(OsString, Metadata)>,
 }
 
+impl Level {
+    /// The level of the folder `name` below this one, or `None` when it lies past [`MAX_WALK_DEPTH`] (counted in
+    /// `walked`) or cannot be opened.
+    fn enter(&self, name: &OsStr, prefix: PathBuf, budget: &mut usize, walked: &mut Walked) -> Option<Level> {
+        if self.depth >= MAX_WALK_DEPTH {
+            walked.too_deep += 1;
+            return None;
+        }
+        let dir = open_subdir(&self.dir, name).ok()?;
+        let entries = listed(&dir, budget, walked).into_iter();
+        Some(Level { dir, prefix, depth: self.depth + 1, entries })
+    }
+}
+
 /// Visits the regular files below `start`, depth first, each folder's entries in name order (the order
 /// `ignore`'s `sort_by_file_path` gives). Links are never followed. Unreadable folders are skipped, and so is
 /// what lies past the caps; the result says what was.
@@ -105,17 +119,11 @@ pub(crate) fn walk_files(
             if visit(found).is_break() {
                 break;
             }
-        } else if metadata.is_dir() && options.max_depth.is_none_or(|max| level.depth < max) {
-            if level.depth >= MAX_WALK_DEPTH {
-                walked.too_deep += 1;
-                continue;
-            }
-            let Ok(dir) = open_subdir(&level.dir, &name) else {
-                continue;
-            };
-            let depth = level.depth + 1;
-            let entries = listed(&dir, &mut budget, &mut walked).into_iter();
-            stack.push(Level { dir, prefix: relative, depth, entries });
+        } else if metadata.is_dir()
+            && options.max_depth.is_none_or(|max| level.depth < max)
+            && let Some(next) = level.enter(&name, relative, &mut budget, &mut walked)
+        {
+            stack.push(next);
         }
     }
     walked
@@ -180,17 +188,10 @@ pub(crate) fn count_entries(folder: &Dir) -> (u64, Walked) {
         if !metadata.is_dir() {
             continue;
         }
-        if level.depth >= MAX_WALK_DEPTH {
-            walked.too_deep += 1;
-            continue;
+        if let Some(next) = level.enter(&name, PathBuf::new(), &mut budget, &mut walked) {
+            count += next.entries.len() as u64;
+            stack.push(next);
         }
-        let Ok(dir) = open_subdir(&level.dir, &name) else {
-            continue;
-        };
-        let depth = level.depth + 1;
-        let entries = listed(&dir, &mut budget, &mut walked).into_iter();
-        count += entries.len() as u64;
-        stack.push(Level { dir, prefix: PathBuf::new(), depth, entries });
     }
     (count, walked)
 }
