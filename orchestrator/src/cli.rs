@@ -77,6 +77,14 @@ pub enum VaultAction {
     Set { name: String, path: Option<PathBuf> },
     /// Remove one secret.
     Rm { name: String, path: Option<PathBuf> },
+    /// Store a new random key of 64 hex digits under NAME (for `[rabbitmq] message_key`). Never overwrites.
+    Generate {
+        name: String,
+        path: Option<PathBuf>,
+        /// Also print the key on stdout, to copy it to the vaults of worker hosts.
+        #[arg(long)]
+        print: bool,
+    },
 }
 
 #[derive(Debug, Args)]

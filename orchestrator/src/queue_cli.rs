@@ -25,7 +25,7 @@ async fn migrate(config: &Config) -> anyhow::Result<ExitCode> {
         let agents = load_agents(&config.resolve_path(&config.orchestration.directory))?;
         routes.extend(agents.iter().map(|a| route_for(Some(&a.name))));
     }
-    let settings = backend::amqp_settings(config, &routes);
+    let settings = backend::amqp_settings(config, &routes)?;
     for queue in minibot_queue::amqp::migrate::migrate(&settings).await? {
         if queue.converted {
             println!("{}: now a quorum queue; {} waiting task(s) kept", queue.queue, queue.tasks_moved);

@@ -135,6 +135,30 @@ fn execute(config: Option<&Path>, args: VaultArgs) -> Result<(), Failure> {
             eprintln!("removed {name} from {}", target.path.display());
             Ok(())
         }
+        VaultAction::Generate { name, path, print } => {
+            let target = Target::resolve(config, path, password_file)?;
+            check_name(&name)?;
+            let (password, secrets) = target.open()?;
+            let mut entries = secrets.to_map();
+            if entries.contains_key(&name) {
+                return Err(Failure::BadInput(format!(
+                    "secret {name} is already in the vault {}; not overwriting it (a new message key must reach \
+                     every worker host at once: `vault rm` it first if that is what you want)",
+                    target.path.display()
+                )));
+            }
+            let mut random = Zeroizing::new([0u8; 32]);
+            getrandom::fill(random.as_mut())
+                .map_err(|e| Failure::Other(format!("no random bytes from the system: {e}")))?;
+            let key = Zeroizing::new(minibot_protocol::generate_key_hex(&random));
+            entries.insert(name.clone(), key.to_string());
+            target.save(&password, entries)?;
+            if print {
+                println!("{}", key.as_str());
+            }
+            eprintln!("generated {name} in {} (use it as \"${{secret:{name}}}\")", target.path.display());
+            Ok(())
+        }
         VaultAction::Edit { path } => {
             let target = Target::resolve(config, path, password_file)?;
             edit(&target)

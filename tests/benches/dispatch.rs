@@ -108,7 +108,7 @@ fn main() {
         let rabbit = measure(
             "rabbitmq",
             &format!(
-                "[tasks]\nbackend = \"rabbitmq\"\n[rabbitmq]\nbroker_url = \"{amqp}\"\nqueue_name = \"minibot-bench-{id}\"\nexchange_name = \"minibot-bench-{id}.tasks\"\n"
+                "[tasks]\nbackend = \"rabbitmq\"\n[rabbitmq]\nbroker_url = \"{amqp}\"\nqueue_name = \"minibot-bench-{id}\"\nexchange_name = \"minibot-bench-{id}.tasks\"\nmessage_key = \"test-message-key-0123456789abcdef0123456789\"\n"
             ),
         )
         .await;
@@ -122,7 +122,7 @@ fn main() {
             queue_name: format!("minibot-bench-{id}"),
             exchange_name: format!("minibot-bench-{id}.tasks"),
             prefetch_count: 1,
-            ..minibot_queue::amqp::AmqpSettings::new("")
+            ..minibot_queue::amqp::AmqpSettings::new("", minibot_protocol::MessageKey::new("test-message-key-0123456789abcdef0123456789").unwrap())
         };
         if let Ok(queue) = minibot_queue::amqp::AmqpQueue::connect(&settings, "bench-cleanup").await {
             let _ = queue.delete_topology().await;

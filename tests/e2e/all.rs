@@ -3,11 +3,13 @@
 
 mod approvals;
 mod bad_input;
+mod broker_trust;
 mod console;
 mod files;
 mod fleet;
 mod guarded;
 mod mcp;
+mod private_files;
 mod rabbitmq;
 mod redteam;
 mod sandbox;

@@ -7,24 +7,27 @@ use serde_json::json;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn broker_url() -> String {
+/// The key the tests' orchestrator and workers share.
+pub(crate) const MESSAGE_KEY: &str = "test-message-key-0123456789abcdef0123456789";
+
+pub(crate) fn broker_url() -> String {
     std::env::var("MINIBOT_TEST_AMQP_URL").unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into())
 }
 
-struct Broker {
-    settings: AmqpSettings,
-    config: String,
+pub(crate) struct Broker {
+    pub(crate) settings: AmqpSettings,
+    pub(crate) config: String,
 }
 
 impl Broker {
-    async fn new() -> Self {
+    pub(crate) async fn new() -> Self {
         let id = uuid::Uuid::new_v4().simple().to_string();
         let settings = AmqpSettings {
             broker_url: broker_url(),
             queue_name: format!("minibot-e2e-{id}"),
             exchange_name: format!("minibot-e2e-{id}.tasks"),
             prefetch_count: 1,
-            ..AmqpSettings::new("")
+            ..AmqpSettings::new("", minibot_protocol::MessageKey::new(MESSAGE_KEY).unwrap())
         };
         let probe = AmqpQueue::connect(&settings, "e2e-probe").await.unwrap_or_else(|e| {
             panic!(
@@ -36,13 +39,13 @@ impl Broker {
         probe.close().await;
         let config = format!(
             "[tasks]\nbackend = \"rabbitmq\"\nprogress_interval_seconds = 0.01\n[rabbitmq]\nbroker_url = \"{}\"\n\
-             queue_name = \"{}\"\nexchange_name = \"{}\"\n",
+             queue_name = \"{}\"\nexchange_name = \"{}\"\nmessage_key = \"{MESSAGE_KEY}\"\n",
             settings.broker_url, settings.queue_name, settings.exchange_name
         );
         Self { settings, config }
     }
 
-    async fn remove(self) {
+    pub(crate) async fn remove(self) {
         if let Ok(queue) = AmqpQueue::connect(&self.settings, "e2e-cleanup").await {
             let _ = queue.delete_topology().await;
             queue.close().await;

@@ -182,10 +182,13 @@ async fn broker_credentials_come_from_the_vault() {
     .await;
     let extra = format!(
         "[tasks]\nbackend = \"rabbitmq\"\nprogress_interval_seconds = 0.01\n[rabbitmq]\n\
-         broker_url = \"${{secret:RABBITMQ_URL}}\"\nqueue_name = \"vault-{id}\"\nexchange_name = \"vault-{id}.tasks\"\n"
+         broker_url = \"${{secret:RABBITMQ_URL}}\"\nqueue_name = \"vault-{id}\"\nexchange_name = \"vault-{id}.tasks\"\nmessage_key = \"${{secret:MESSAGE_KEY}}\"\n"
     );
     let home = vault_home(&llm, "[vault]\nenabled = true\npassword_file = \"vault.pw\"\n", "OPENAI_KEY", &extra);
-    write_vault(&home.path().join("secrets.vault.yml"), json!({ "OPENAI_KEY": SECRET, "RABBITMQ_URL": broker }));
+    write_vault(
+        &home.path().join("secrets.vault.yml"),
+        json!({ "OPENAI_KEY": SECRET, "RABBITMQ_URL": broker, "MESSAGE_KEY": "test-message-key-0123456789abcdef0123456789" }),
+    );
     std::fs::write(home.path().join("vault.pw"), format!("{PASSWORD}\n")).unwrap();
     // A remote worker unlocks the same vault with its own password file.
     let mut worker = Command::new(binary("minibot-worker"))
@@ -202,7 +205,10 @@ async fn broker_credentials_come_from_the_vault() {
     let output = run(command).await;
     kill_hard(worker.id());
     let _ = worker.wait();
-    let mut settings = minibot_queue::amqp::AmqpSettings::new(&broker);
+    let mut settings = minibot_queue::amqp::AmqpSettings::new(
+        &broker,
+        minibot_protocol::MessageKey::new("test-message-key-0123456789abcdef0123456789").unwrap(),
+    );
     settings.queue_name = format!("vault-{id}");
     settings.exchange_name = format!("vault-{id}.tasks");
     if let Ok(queue) = minibot_queue::amqp::AmqpQueue::connect(&settings, "cleanup").await {
@@ -344,6 +350,22 @@ fn vault_commands_round_trip() {
     assert_eq!(code(&rm_again), Some(1));
     assert!(stderr(&rm_again).contains("secret multi.line is not in the vault secrets.vault.yml"));
     assert_eq!(stdout(&vault(d, &["list"], "", &env)), "OPENAI_KEY\n");
+
+    // A message key for [rabbitmq]: random, stored, printed only when asked, never overwritten.
+    let quiet = vault(d, &["generate", "MESSAGE_KEY"], "", &env);
+    assert_eq!(code(&quiet), Some(0), "{}", stderr(&quiet));
+    assert_eq!(stdout(&quiet), "");
+    let stored = minibot_vault_read(&path);
+    let key = stored.iter().find(|(k, _)| k == "MESSAGE_KEY").map(|(_, v)| v.clone()).unwrap_or_default();
+    assert!(key.len() == 64 && key.bytes().all(|b| b.is_ascii_hexdigit()), "{key}");
+    assert!(!stderr(&quiet).contains(&key));
+    let again = vault(d, &["generate", "MESSAGE_KEY"], "", &env);
+    assert_eq!(code(&again), Some(2));
+    assert!(stderr(&again).contains("already in the vault"), "{}", stderr(&again));
+    let printed = vault(d, &["generate", "OTHER_KEY", "--print"], "", &env);
+    let other = stdout(&printed).trim().to_string();
+    assert!(minibot_vault_read(&path).contains(&("OTHER_KEY".to_string(), other.clone())), "{other}");
+    assert_ne!(other, key, "each key is new");
 }
 
 #[test]

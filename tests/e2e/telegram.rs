@@ -295,6 +295,17 @@ async fn photos_and_documents_reach_the_model_as_managed_files() {
     let photo_path = incoming_path(photo_text, photo_name);
     assert!(photo_path.starts_with("uploads/temp/telegram/"), "{photo_path}");
     assert_eq!(std::fs::read(root.join(&photo_path)).unwrap(), photo, "the largest size is saved");
+    // Uploads are private whatever the umask, and the hidden name each is written under first is gone.
+    for path in [&document_path, &photo_path] {
+        let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(root.join(path)).unwrap().permissions());
+        assert_eq!(format!("{:o}", mode & 0o777), "600", "{path}");
+        let folder = root.join(path).parent().unwrap().to_path_buf();
+        let names: Vec<String> = std::fs::read_dir(&folder)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(!names.iter().any(|n| n.ends_with(".part")), "{names:?}");
+    }
     for answer in messages_to(&fake.calls(), 1) {
         assert_eq!(visible(&answer), "got the file");
     }

@@ -65,7 +65,7 @@ fn config(lab: &Lab, base_url: &str, max_attempts: u32, extra: &str) -> String {
     format!(
         "[llm]\nbase_url = \"{base_url}\"\napi_key = \"sk-e2e\"\nmodel = \"e2e-model\"\nretry_delay_seconds = 0.01\n\
          [tasks]\nbackend = \"rabbitmq\"\nprogress_interval_seconds = 0\n[tasks.sqlite]\nmax_attempts = {max_attempts}\n\
-         [rabbitmq]\nbroker_url = \"{}\"\nqueue_name = \"{QUEUE}\"\nexchange_name = \"{QUEUE}.tasks\"\n{extra}",
+         [rabbitmq]\nbroker_url = \"{}\"\nqueue_name = \"{QUEUE}\"\nexchange_name = \"{QUEUE}.tasks\"\nmessage_key = \"test-message-key-0123456789abcdef0123456789\"\n{extra}",
         lab.broker_url()
     )
 }

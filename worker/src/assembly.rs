@@ -1,5 +1,9 @@
 //! Builds the agent for one task: which specialist, its system prompt, its model and its tools.
 //! Agent files are read again for every task, so an edited specialist takes effect without a restart.
+//!
+//! Whatever put the envelope on the queue, a worker trusts none of its numbers or sizes: texts longer than a task
+//! may carry are refused before anything is built ([`check_sizes`]), and the limits are held to the worker's
+//! own `[tasks]` settings ([`task_limits`]).
 
 use minibot_agent::{Limits, ModelSettings, PromptBuilder, PromptLibrary, ToolPolicy, ToolRegistry};
 use minibot_config::{AgentDefinition, Config, LlmEndpoint, load_agents};
@@ -31,6 +35,7 @@ pub struct Assembled {
 pub type AssemblyError = String;
 
 pub async fn assemble(config: &Arc<Config>, task: &TaskEnvelope) -> Result<Assembled, AssemblyError> {
+    check_sizes(task)?;
     let library = PromptLibrary::new(Some(config.resolve_path(&config.llm.prompts_dir)));
     let agent = match task.agent_name.as_deref().filter(|n| !n.is_empty()) {
         Some(name) => Some(find_agent(config, name)?),
@@ -103,15 +108,96 @@ pub async fn assemble(config: &Arc<Config>, task: &TaskEnvelope) -> Result<Assem
         },
         tools,
         system_prompt: prompt.build(),
-        limits: Limits {
-            max_steps: task.limits.max_steps,
-            max_tool_calls: task.limits.max_tool_calls,
-            timeout: Duration::from_secs(task.limits.timeout_seconds.max(1)),
-        },
+        limits: task_limits(config, task),
         agent_label: agent.map_or_else(|| "task_worker".to_string(), |a| a.name),
         endpoint,
         mcp,
     })
+}
+
+/// The longest prompt a task may carry, in characters: what `spawn_task` and `delegate` allow the main agent
+/// (`MAX_PROMPT_CHARS` in shared/tools/src/tasks/submit.rs), so an orchestrator never sends more.
+pub const MAX_PROMPT_CHARS: usize = 32_000;
+/// The longest `context_json` a task may carry, in characters.
+pub const MAX_CONTEXT_CHARS: usize = 64_000;
+/// The longest name or identifier a task may carry (specialist, model provider, model, reasoning effort,
+/// definition hash, channel, owner), in characters.
+pub const MAX_NAME_CHARS: usize = 256;
+
+/// Refuses a task whose texts are longer than a task may have, before its agent is built or its model called:
+/// the prompt would go whole to the model and be copied into every request, and a name into every request or
+/// error message. The error names the field and the limit, never the text.
+pub fn check_sizes(task: &TaskEnvelope) -> Result<(), AssemblyError> {
+    if longer_than(&task.prompt, MAX_PROMPT_CHARS) {
+        return Err(format!(
+            "{REFUSED}the prompt is longer than {MAX_PROMPT_CHARS} characters, the most a task's prompt may have; put \
+             the material in a file and point to it"
+        ));
+    }
+    if task.context_json.as_deref().is_some_and(|context| longer_than(context, MAX_CONTEXT_CHARS)) {
+        return Err(format!(
+            "{REFUSED}context_json is longer than {MAX_CONTEXT_CHARS} characters, the most a task's context may \
+             have; put the material in a file and point to it"
+        ));
+    }
+    let overrides = &task.model_overrides;
+    let names = [
+        ("agent_name", task.agent_name.as_deref()),
+        ("model_provider", overrides.model_provider.as_deref()),
+        ("model", overrides.model.as_deref()),
+        ("reasoning_effort", overrides.reasoning_effort.as_deref()),
+        ("agent_hash", task.agent_hash.as_deref()),
+        ("channel", Some(task.channel.as_str())),
+        ("owner_id", Some(task.owner_id.as_str())),
+    ];
+    for (field, value) in names {
+        if value.is_some_and(|value| longer_than(value, MAX_NAME_CHARS)) {
+            return Err(format!("{REFUSED}{field} is longer than {MAX_NAME_CHARS} characters, the most it may have"));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `text` has more than `max` characters. Counting stops past the limit, so a huge text costs no more
+/// to check than one just over it.
+fn longer_than(text: &str, max: usize) -> bool {
+    // A character is at least one byte.
+    text.len() > max && text.chars().nth(max).is_some()
+}
+
+/// The task's limits, held to this worker's own `[tasks]` settings: a task never gets more time, model calls or
+/// tool calls than `worker_timeout_seconds`, `worker_max_steps` and `worker_max_tool_calls` allow here, whatever
+/// its envelope asks (an orchestrator with the same settings never asks for more). A cut is logged.
+pub fn task_limits(config: &Config, task: &TaskEnvelope) -> Limits {
+    let allowed = &config.tasks;
+    let asked = &task.limits;
+    let timeout_seconds = asked.timeout_seconds.max(1).min(allowed.worker_timeout_seconds.max(1));
+    let max_steps = at_most(asked.max_steps, allowed.worker_max_steps.max());
+    let max_tool_calls = at_most(asked.max_tool_calls, allowed.worker_max_tool_calls.max());
+    if timeout_seconds < asked.timeout_seconds || max_steps != asked.max_steps || max_tool_calls != asked.max_tool_calls
+    {
+        tracing::warn!(
+            task_id = %task.task_id,
+            asked_timeout_seconds = asked.timeout_seconds,
+            timeout_seconds,
+            asked_max_steps = ?asked.max_steps,
+            max_steps = ?max_steps,
+            asked_max_tool_calls = ?asked.max_tool_calls,
+            max_tool_calls = ?max_tool_calls,
+            "the task asked for more than this worker's [tasks] worker_timeout_seconds, worker_max_steps or \
+             worker_max_tool_calls allow; clamped to them"
+        );
+    }
+    Limits { max_steps, max_tool_calls, timeout: Duration::from_secs(timeout_seconds) }
+}
+
+/// The smaller of two limits, `None` being unlimited.
+fn at_most(asked: Option<u32>, allowed: Option<u32>) -> Option<u32> {
+    match (asked, allowed) {
+        (Some(asked), Some(allowed)) => Some(asked.min(allowed)),
+        (None, allowed) => allowed,
+        (asked, None) => asked,
+    }
 }
 
 fn find_agent(config: &Config, name: &str) -> Result<AgentDefinition, AssemblyError> {
@@ -167,4 +253,97 @@ fn specialist_tools(all: &ToolRegistry, agent: &AgentDefinition) -> Result<ToolR
     let policy = ToolPolicy::from_lists(&agent.tools_allow, &agent.tools_deny)
         .map_err(|e| format!("agent {}: {e}", agent.name))?;
     Ok(all.filtered(&policy))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use minibot_protocol::{ModelOverrides, PROTOCOL_VERSION, TaskLimits};
+
+    fn config(extra: &str) -> Config {
+        let toml = format!("[llm]\napi_key = \"sk-test\"\n{extra}");
+        Config::from_toml(&toml, "test.toml", std::path::Path::new("/tmp"), &|_| None).unwrap()
+    }
+
+    fn envelope(timeout_seconds: u64, max_steps: Option<u32>, max_tool_calls: Option<u32>) -> TaskEnvelope {
+        TaskEnvelope {
+            version: PROTOCOL_VERSION,
+            task_id: "t1".into(),
+            agent_name: None,
+            prompt: "hello".into(),
+            context_json: None,
+            model_overrides: ModelOverrides::default(),
+            limits: TaskLimits { timeout_seconds, max_steps, max_tool_calls },
+            owner_id: "primary".into(),
+            channel: "test".into(),
+            chat_id: None,
+            user_id: None,
+            max_attempts: u32::MAX,
+            agent_hash: None,
+            requires: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn limits_are_held_to_the_workers_own_settings() {
+        let defaults = config("");
+        for huge in [1 << 63, u64::MAX] {
+            let limits = task_limits(&defaults, &envelope(huge, None, None));
+            assert_eq!(limits.timeout, Duration::from_secs(1800), "[tasks] worker_timeout_seconds' default");
+            assert_eq!((limits.max_steps, limits.max_tool_calls), (None, None), "unlimited by default");
+        }
+        assert_eq!(task_limits(&defaults, &envelope(0, None, None)).timeout, Duration::from_secs(1));
+        let within = task_limits(&defaults, &envelope(60, Some(5), Some(0)));
+        assert_eq!(
+            (within.timeout, within.max_steps, within.max_tool_calls),
+            (Duration::from_secs(60), Some(5), Some(0))
+        );
+
+        let strict = config("[tasks]\nworker_timeout_seconds = 30\nworker_max_steps = 4\nworker_max_tool_calls = 9\n");
+        let clamped = task_limits(&strict, &envelope(u64::MAX, Some(u32::MAX), None));
+        assert_eq!(
+            (clamped.timeout, clamped.max_steps, clamped.max_tool_calls),
+            (Duration::from_secs(30), Some(4), Some(9)),
+            "an unlimited ask gets the worker's limit"
+        );
+        let lower = task_limits(&strict, &envelope(10, Some(2), Some(3)));
+        assert_eq!((lower.timeout, lower.max_steps, lower.max_tool_calls), (Duration::from_secs(10), Some(2), Some(3)));
+        // A worker's own limit beyond the clock's reach still makes a duration (the runner's deadline saturates).
+        let most = i64::MAX - 1;
+        let endless = config(&format!(
+            "[tasks]\nworker_timeout_seconds = {most}\n[tasks.sqlite]\nlease_timeout_seconds = {}\n",
+            i64::MAX
+        ));
+        let limits = task_limits(&endless, &envelope(u64::MAX, None, None));
+        assert_eq!(limits.timeout, Duration::from_secs(most.unsigned_abs()));
+    }
+
+    #[test]
+    fn texts_longer_than_a_task_may_carry_are_refused_by_name_and_limit() {
+        let mut task = envelope(60, None, None);
+        task.prompt = "é".repeat(MAX_PROMPT_CHARS);
+        task.context_json = Some("x".repeat(MAX_CONTEXT_CHARS));
+        task.model_overrides.model = Some("m".repeat(MAX_NAME_CHARS));
+        assert_eq!(check_sizes(&task), Ok(()), "at the limits");
+
+        task.prompt.push('x');
+        let error = check_sizes(&task).unwrap_err();
+        assert!(error.starts_with(REFUSED) && error.contains("prompt is longer than 32000 characters"), "{error}");
+        task.prompt.pop();
+
+        task.context_json.as_mut().unwrap().push('x');
+        let error = check_sizes(&task).unwrap_err();
+        assert!(error.contains("context_json is longer than 64000 characters"), "{error}");
+        task.context_json = None;
+
+        task.model_overrides.model.as_mut().unwrap().push('x');
+        let error = check_sizes(&task).unwrap_err();
+        assert!(error.contains("model is longer than 256 characters"), "{error}");
+        task.model_overrides.model = None;
+
+        task.agent_name = Some("a".repeat(10_000_000));
+        let error = check_sizes(&task).unwrap_err();
+        assert!(error.contains("agent_name is longer than 256 characters") && error.len() < 200, "{error}");
+    }
 }

@@ -5,6 +5,10 @@
 //! A worker takes only tasks it can run ([`Offer`]: the generic worker's and those of the specialists in its
 //! agents folder whose `requires` its `[worker] labels` meet), announces itself with heartbeats, and says it is
 //! leaving when stopped (SIGTERM, SIGINT); a task it was running goes back to the queue.
+//!
+//! A worker trusts no envelope: each task runs under the worker's own `[tasks]` limits at most, a task whose texts
+//! are longer than a task may carry fails before its model is called ([`assembly::check_sizes`]), and a task
+//! that panics fails alone and is settled, while the worker goes on to the next one.
 
 mod approvals;
 pub mod assembly;

@@ -46,8 +46,8 @@ impl Offer {
         offer
     }
 
-    /// The status to announce, with what runs now.
-    pub fn status(&self, config: &Config, worker_id: &str, running: Vec<String>, state: WorkerState) -> WorkerStatus {
+    /// The status to announce, with how many tasks run now (`load`; which ones is not announced).
+    pub fn status(&self, config: &Config, worker_id: &str, load: usize, state: WorkerState) -> WorkerStatus {
         let mut status = WorkerStatus::new(worker_id, &self.host);
         status.app_version = env!("CARGO_PKG_VERSION").to_string();
         status.state = state;
@@ -55,8 +55,7 @@ impl Offer {
         status.specialists = self.specialists.clone();
         status.generic = true;
         status.capacity = 1;
-        status.load = u32::try_from(running.len()).unwrap_or(u32::MAX);
-        status.running = running;
+        status.load = u32::try_from(load).unwrap_or(u32::MAX);
         status.heartbeat_ms = config.worker.heartbeat_seconds.max(1).saturating_mul(1000);
         status
     }
@@ -93,5 +92,16 @@ mod tests {
         let plain = Offer::from_agents(&[], &agents);
         assert_eq!(plain.routes, ["", "agent.coder"]);
         assert_eq!(plain.specialists[0].hash, agents[0].hash);
+    }
+
+    #[test]
+    fn a_status_counts_the_running_tasks_without_naming_them() {
+        let config = minibot_config::Config::from_toml("", "test.toml", Path::new("."), &|_| None).unwrap();
+        let offer = Offer::from_agents(&[], &[]);
+        let status = offer.status(&config, "w1", 1, WorkerState::Up);
+        assert_eq!((status.load, status.capacity), (1, 1));
+        let bytes = status.encode().unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains("running"), "a heartbeat names no task field: {text}");
     }
 }

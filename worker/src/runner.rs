@@ -1,6 +1,9 @@
 //! Runs one claimed task: the agent loop under the task's limits, progress and control messages alongside,
 //! then the terminal event and the settlement of the claim. Tool calls that need the user's approval ask over
 //! the queue ([`QueueApprovals`]); their answers arrive with the control messages.
+//!
+//! A panic while running a task fails that task, not the worker ([`catch_panic`]): the task is reported failed
+//! and settled like any other, so it is not delivered again to bring down the next worker.
 
 use crate::approvals::QueueApprovals;
 use crate::assembly::{Assembled, assemble};
@@ -11,7 +14,9 @@ use minibot_agent::{
 };
 use minibot_config::Config;
 use minibot_llm::{ChatProvider, ChatRequest, ChatResponse};
-use minibot_protocol::{ControlKind, TaskAttachment, TaskOutcome, TaskUsage, WorkerEvent, WorkerEventKind};
+use minibot_protocol::{
+    ControlKind, MAX_RESULT_BYTES, TaskAttachment, TaskOutcome, TaskUsage, WorkerEvent, WorkerEventKind,
+};
 use minibot_queue::approvals::PendingApprovals;
 use minibot_queue::{ClaimedTask, QueueError, WorkQueue};
 use std::sync::Arc;
@@ -20,6 +25,12 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 const CONTROL_POLL: Duration = Duration::from_millis(200);
+/// Where a deadline lies when the task's limit reaches past what the clock can count (tokio's own choice).
+const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
+/// Model clients a worker keeps; past this many endpoints (each task may name its own model) it starts over.
+const MAX_PROVIDERS: usize = 16;
+/// Characters of a name a log line shows.
+const LOG_NAME_CHARS: usize = 64;
 /// Least time between two progress events of one task.
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(250);
 /// How long a task runs before it reports that it started (unless it reports progress, or ends, first).
@@ -60,7 +71,8 @@ impl Worker {
     pub async fn run(&self) -> Result<(), QueueError> {
         loop {
             let task = self.queue.claim().await?;
-            tracing::info!(task_id = %task.envelope.task_id, attempt = task.attempt, agent = ?task.envelope.agent_name, "task claimed");
+            let agent = task.envelope.agent_name.as_deref().map(|name| short(name, LOG_NAME_CHARS));
+            tracing::info!(task_id = %task.envelope.task_id, attempt = task.attempt, agent = ?agent, "task claimed");
             self.set_running(&task.envelope.task_id, true);
             let result = self.run_task(&task).await;
             self.set_running(&task.envelope.task_id, false);
@@ -89,24 +101,35 @@ impl Worker {
             lost: tokio::sync::Notify::new(),
         };
         let tally = Tally::default();
-        let attempt = self.attempt(task, &tally, &notice);
-        tokio::pin!(attempt);
-        // A task still running after a moment says so; a quicker one only reports its end (one message less for
-        // the broker per task, which is most of what a short task costs it).
-        let announce = async {
-            tokio::time::sleep(START_NOTICE_AFTER).await;
-            match self.ensure_started(task, &notice).await {
-                Ok(()) => {}
-                // `notify_one` keeps its permit, so the run sees it even if it is not waiting yet.
-                Err(QueueError::LeaseLost { .. }) => notice.lost.notify_one(),
-                Err(error) => tracing::debug!(task_id = %task.envelope.task_id, error = %error, "start not reported"),
+        let work = async {
+            let attempt = self.attempt(task, &tally, &notice);
+            tokio::pin!(attempt);
+            // A task still running after a moment says so; a quicker one only reports its end (one message less
+            // for the broker per task, which is most of what a short task costs it).
+            let announce = async {
+                tokio::time::sleep(START_NOTICE_AFTER).await;
+                match self.ensure_started(task, &notice).await {
+                    Ok(()) => {}
+                    // `notify_one` keeps its permit, so the run sees it even if it is not waiting yet.
+                    Err(QueueError::LeaseLost { .. }) => notice.lost.notify_one(),
+                    Err(error) => {
+                        tracing::debug!(task_id = %task.envelope.task_id, error = %error, "start not reported");
+                    }
+                }
+            };
+            tokio::select! {
+                outcome = &mut attempt => outcome,
+                () = announce => attempt.await,
             }
         };
-        let outcome = tokio::select! {
-            outcome = &mut attempt => outcome,
-            () = announce => attempt.await,
+        // The run's own panics are caught around it (`attempt`, which then closes its MCP connections); this
+        // catches the rest: assembling the agent, reporting the start.
+        let outcome = match catch_panic(work).await {
+            Ok(outcome) => outcome,
+            Err(panic) => Some(self.internal_error(task, &panic, tally.usage())),
         };
-        let Some(finished) = outcome else { return Ok(()) };
+        let Some(mut finished) = outcome else { return Ok(()) };
+        cap_result(&mut finished);
         match self.queue.emit(task, &self.event(task, finished)).await {
             Ok(()) => self.queue.settle(task).await,
             Err(QueueError::LeaseLost { .. }) => {
@@ -122,17 +145,18 @@ impl Worker {
         Some(match assemble(&self.config, &task.envelope).await {
             Ok(mut assembled) => {
                 let mcp = assembled.mcp.take();
-                let result = self.execute(task, assembled, tally, notice).await;
+                let result = catch_panic(self.execute(task, assembled, tally, notice)).await;
                 if let Some(hub) = mcp {
                     hub.shutdown().await;
                 }
                 match result {
-                    Ok(kind) => kind,
-                    Err(Interrupt::LeaseLost) => {
+                    Ok(Ok(kind)) => kind,
+                    Ok(Err(Interrupt::LeaseLost)) => {
                         tracing::warn!(task_id = %task.envelope.task_id, "lease lost; another worker owns the task now");
                         return None;
                     }
-                    Err(Interrupt::Cancelled) => finished(TaskOutcome::Cancelled, "cancelled", None, tally.usage()),
+                    Ok(Err(Interrupt::Cancelled)) => finished(TaskOutcome::Cancelled, "cancelled", None, tally.usage()),
+                    Err(panic) => self.internal_error(task, &panic, tally.usage()),
                 }
             }
             Err(error) => {
@@ -148,6 +172,18 @@ impl Worker {
         })
     }
 
+    /// The terminal event of a task whose run panicked, logged with the panic's message. The message stays out
+    /// of the event: it may quote anything the run held, and the event goes to a chat.
+    fn internal_error(&self, task: &ClaimedTask, panic: &str, usage: TaskUsage) -> WorkerEventKind {
+        tracing::error!(task_id = %task.envelope.task_id, attempt = task.attempt, panic = %panic,
+            "the task hit an internal error (a panic); failing it");
+        let error = format!(
+            "worker {} hit an internal error while running the task (a bug in the worker; its log has the details)",
+            self.worker_id
+        );
+        finished(TaskOutcome::Failed, "worker_error", Some(error), usage)
+    }
+
     /// The model client for `endpoint`, built once.
     fn provider(&self, endpoint: &minibot_config::LlmEndpoint) -> Result<Arc<dyn ChatProvider>, String> {
         // Everything the client is built from, so two endpoints that differ in anything get their own.
@@ -157,6 +193,10 @@ impl Worker {
             return Ok(provider.clone());
         }
         let provider = minibot_llm::provider_for(endpoint).map_err(|e| e.to_string())?;
+        // Tasks choose their model, so the endpoints are as many as the tasks; the clients kept are not.
+        if providers.len() >= MAX_PROVIDERS {
+            providers.clear();
+        }
         providers.insert(key, provider.clone());
         Ok(provider)
     }
@@ -185,7 +225,7 @@ impl Worker {
         };
         let provider = Counted { inner: provider.as_ref(), tally };
         let pending = Arc::new(PendingApprovals::new(task));
-        let deadline = tokio::time::Instant::now() + assembled.limits.timeout;
+        let deadline = deadline_after(assembled.limits.timeout);
         let prompt = QueueApprovals::new(self.queue.clone(), task.clone(), &self.worker_id, pending.clone(), deadline);
         let approval_timeout = Duration::from_secs(self.config.tools.approval.timeout_seconds.max(1));
         let approver = Approver::new(Arc::new(prompt), approval_timeout);
@@ -358,6 +398,41 @@ impl Worker {
     }
 }
 
+/// Runs `work`, turning a panic inside it into `Err` with the panic's message. A task that hits a bug then fails
+/// alone instead of taking the worker down, and with it, redelivered, every next worker that claims it.
+///
+/// Unwind safety: what a task shares with the rest of the worker survives a panic halfway: counters are atomic,
+/// tokio's locks do not poison and the worker's std locks are taken past poisoning; the task's own state is
+/// dropped with the future.
+async fn catch_panic<F: std::future::Future>(work: F) -> Result<F::Output, String> {
+    use futures_util::FutureExt as _;
+    std::panic::AssertUnwindSafe(work).catch_unwind().await.map_err(|payload| panic_message(payload.as_ref()))
+}
+
+/// The text a panic was raised with.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    match (payload.downcast_ref::<&str>(), payload.downcast_ref::<String>()) {
+        (Some(text), _) => (*text).to_string(),
+        (None, Some(text)) => text.clone(),
+        (None, None) => "a panic without a message".into(),
+    }
+}
+
+/// `timeout` from now, or [`FAR_FUTURE`] from now when that is past what the clock can count: a task's limit,
+/// however large, never overflows the clock.
+fn deadline_after(timeout: Duration) -> tokio::time::Instant {
+    let now = tokio::time::Instant::now();
+    now.checked_add(timeout).or_else(|| now.checked_add(FAR_FUTURE)).unwrap_or(now)
+}
+
+/// At most `max` characters of `text`, marked when cut, for a log line.
+fn short(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_string(),
+    }
+}
+
 /// The terminal event of a run that ended without an answer, with what it had used by then.
 fn finished(outcome: TaskOutcome, stop_reason: &str, error: Option<String>, usage: TaskUsage) -> WorkerEventKind {
     WorkerEventKind::Finished {
@@ -369,6 +444,23 @@ fn finished(outcome: TaskOutcome, stop_reason: &str, error: Option<String>, usag
         tool_calls: usage.tool_calls,
         total_tokens: usage.total_tokens,
         attachments: Vec::new(),
+    }
+}
+
+/// Cuts an answer (and an error) to what a receiver accepts ([`MAX_RESULT_BYTES`]); a longer one would be
+/// refused by the orchestrator as a whole, and the task would never finish.
+fn cap_result(kind: &mut WorkerEventKind) {
+    const NOTE: &str = "\n\n[The worker cut this result here: it was longer than the task queue carries.]";
+    let WorkerEventKind::Finished { text, error, .. } = kind else { return };
+    for field in [text, error].into_iter().flatten() {
+        if field.len() > MAX_RESULT_BYTES {
+            let mut end = MAX_RESULT_BYTES - NOTE.len();
+            while !field.is_char_boundary(end) {
+                end -= 1;
+            }
+            field.truncate(end);
+            field.push_str(NOTE);
+        }
     }
 }
 
@@ -424,5 +516,165 @@ impl Tally {
             tool_calls: self.tool_calls.load(Ordering::Relaxed),
             total_tokens: self.tokens.load(Ordering::Relaxed),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use minibot_protocol::{ModelOverrides, PROTOCOL_VERSION, TaskEnvelope, TaskLimits};
+    use minibot_queue::TaskQueue;
+    use minibot_queue::sqlite::SqliteQueue;
+
+    #[test]
+    fn a_result_longer_than_the_queue_carries_is_cut_and_says_so() {
+        let mut kind = finished(TaskOutcome::Done, "completed", None, TaskUsage::default());
+        if let WorkerEventKind::Finished { text, .. } = &mut kind {
+            *text = Some("é".repeat(MAX_RESULT_BYTES));
+        }
+        cap_result(&mut kind);
+        let WorkerEventKind::Finished { text: Some(text), .. } = kind else { panic!("no text") };
+        assert!(text.len() <= MAX_RESULT_BYTES);
+        assert!(text.ends_with("longer than the task queue carries.]"));
+        let event = WorkerEvent::new(
+            "t",
+            1,
+            "w",
+            WorkerEventKind::Finished {
+                outcome: TaskOutcome::Done,
+                stop_reason: "completed".into(),
+                text: Some(text),
+                error: None,
+                steps: 0,
+                tool_calls: 0,
+                total_tokens: 0,
+                attachments: Vec::new(),
+            },
+        );
+        assert!(event.encode().unwrap().len() < MAX_RESULT_BYTES + 1024 * 1024, "the orchestrator takes it");
+    }
+
+    #[tokio::test]
+    async fn catch_panic_passes_a_result_through_and_turns_a_panic_into_its_message() {
+        assert_eq!(catch_panic(async { 42 }).await, Ok(42));
+        let text: Result<(), String> = catch_panic(async { panic!("a plain message") }).await;
+        assert_eq!(text, Err("a plain message".to_string()));
+        // A panic in a later poll, after the future gave way, with a formatted message.
+        let late: Result<(), String> = catch_panic(async {
+            tokio::task::yield_now().await;
+            let limit = u64::MAX;
+            panic!("formatted: {limit}")
+        })
+        .await;
+        assert_eq!(late, Err(format!("formatted: {}", u64::MAX)));
+        let opaque: Result<(), String> = catch_panic(async { std::panic::panic_any(7_u8) }).await;
+        assert_eq!(opaque, Err("a panic without a message".to_string()));
+    }
+
+    #[test]
+    fn a_deadline_never_overflows_the_clock() {
+        let now = tokio::time::Instant::now();
+        for timeout in [Duration::from_secs(1 << 63), Duration::from_secs(u64::MAX), Duration::MAX] {
+            assert!(deadline_after(timeout) >= now + FAR_FUTURE, "{timeout:?}");
+        }
+        let soon = deadline_after(Duration::from_secs(5));
+        assert!(soon > now && soon <= tokio::time::Instant::now() + Duration::from_secs(5));
+    }
+
+    #[test]
+    fn short_cuts_names_at_a_character() {
+        assert_eq!(short("researcher", 64), "researcher");
+        assert_eq!(short("ééééé", 2), "éé…");
+    }
+
+    /// A model client with a bug: its first call panics, later ones answer.
+    struct PanicsOnce {
+        calls: AtomicU32,
+    }
+
+    impl ChatProvider for PanicsOnce {
+        fn complete<'b>(&'b self, _request: &'b ChatRequest) -> BoxFuture<'b, minibot_llm::Result<ChatResponse>> {
+            Box::pin(async move {
+                if self.calls.fetch_add(1, Ordering::SeqCst) == 0 {
+                    panic!("index out of bounds: the len is 0 but the index is 3");
+                }
+                Ok(ChatResponse { content: Some("fine".into()), ..ChatResponse::default() })
+            })
+        }
+    }
+
+    fn envelope(task_id: &str) -> TaskEnvelope {
+        TaskEnvelope {
+            version: PROTOCOL_VERSION,
+            task_id: task_id.into(),
+            agent_name: None,
+            prompt: format!("do {task_id}"),
+            context_json: None,
+            model_overrides: ModelOverrides::default(),
+            limits: TaskLimits { timeout_seconds: 60, max_steps: None, max_tool_calls: None },
+            owner_id: "primary".into(),
+            channel: "test".into(),
+            chat_id: Some(1),
+            user_id: Some(7),
+            max_attempts: 3,
+            agent_hash: None,
+            requires: Vec::new(),
+        }
+    }
+
+    /// The whole worker loop over a real queue: a task whose run panics is reported failed with an internal
+    /// error and settled (not redelivered), and the worker goes on to the next task.
+    #[tokio::test]
+    async fn a_panicking_task_fails_alone_and_the_worker_takes_the_next() {
+        let dir = tempfile::tempdir().unwrap();
+        // Nothing listens there: the model client used is the one put in the worker's cache below.
+        let toml = "[llm]\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key = \"sk-test\"\nmodel = \"m\"\n";
+        let config = Arc::new(Config::from_toml(toml, "test.toml", dir.path(), &|_| None).unwrap());
+        let path = dir.path().join("tasks.db");
+        let orchestrator = SqliteQueue::open(&path, "orchestrator", Duration::from_secs(60)).await.unwrap();
+        let worker_queue = Arc::new(SqliteQueue::open(&path, "w1", Duration::from_secs(60)).await.unwrap());
+        orchestrator.publish(&envelope("t1")).await.unwrap();
+        orchestrator.publish(&envelope("t2")).await.unwrap();
+
+        let queue: Arc<dyn WorkQueue> = worker_queue.clone();
+        let worker = Arc::new(Worker::new(config.clone(), queue, "w1"));
+        let endpoint = config.llm_for(None, None, None).unwrap();
+        let buggy: Arc<dyn ChatProvider> = Arc::new(PanicsOnce { calls: AtomicU32::new(0) });
+        worker.providers.lock().unwrap().insert(format!("{endpoint:?}"), buggy);
+        let running = tokio::spawn({
+            let worker = worker.clone();
+            async move { worker.run().await }
+        });
+
+        let mut endings = std::collections::HashMap::new();
+        while endings.len() < 2 {
+            let delivery =
+                tokio::time::timeout(Duration::from_secs(20), orchestrator.next_event()).await.unwrap().unwrap();
+            orchestrator.ack_event(&delivery).await.unwrap();
+            if let WorkerEventKind::Finished { outcome, stop_reason, text, error, .. } = delivery.event.kind {
+                endings.insert(delivery.event.task_id, (outcome, stop_reason, text, error));
+            }
+        }
+        let (outcome, stop_reason, text, error) = &endings["t1"];
+        assert_eq!((*outcome, stop_reason.as_str(), text), (TaskOutcome::Failed, "worker_error", &None));
+        let error = error.as_deref().unwrap();
+        assert!(error.contains("worker w1 hit an internal error"), "{error}");
+        assert!(!error.contains("index out of bounds"), "the panic's text stays in the log: {error}");
+        let (outcome, _, text, _) = &endings["t2"];
+        assert_eq!((*outcome, text.as_deref()), (TaskOutcome::Done, Some("fine")));
+
+        assert!(!running.is_finished(), "the worker is still running");
+        // Both are settled (a task is settled right after its terminal event): none goes back to the queue.
+        let settled = async {
+            while orchestrator.depth().await.unwrap() > 0 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), settled).await.unwrap();
+        running.abort();
+        let _ = running.await;
+        orchestrator.close().await;
+        worker_queue.close().await;
     }
 }

@@ -31,7 +31,7 @@ fn an_unknown_key_is_refused_by_name() {
 fn an_unreachable_broker_is_named_without_its_password() {
     let output = worker_with_config(
         "[llm]\napi_key = \"k\"\n[tasks]\nbackend = \"rabbitmq\"\n\
-         [rabbitmq]\nbroker_url = \"amqp://guest:s3cret@127.0.0.1:9/%2f\"\n",
+         [rabbitmq]\nbroker_url = \"amqp://guest:s3cret@127.0.0.1:9/%2f\"\nmessage_key = \"test-message-key-0123456789abcdef0123456789\"\n",
     );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "{stderr}");

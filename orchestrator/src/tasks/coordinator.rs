@@ -3,6 +3,12 @@
 //! rate-limited progress notes, `spawn_task` results straight to the chat, `delegate` results as a new turn
 //! of the main agent. An event is acknowledged only after it was applied, so a crash in between replays it.
 //! A worker's approval question is handed to [`approvals::relay`], which waits for the user in the background.
+//!
+//! An attempt takes events only from the worker that holds it (the store binds the attempt to the worker of
+//! its first event): an event from any other worker id is refused, logged once, acknowledged (so the queue
+//! does not bring it back) and never applied: no record change, no chat message, no approval question. An
+//! event of an older attempt changes nothing either. A task that ends `cancelled` without the user or the main
+//! agent asking for it is reported to the chat, so a stranger's cancel is not mistaken for silence.
 
 use super::approvals::{self, WorkerQuestion};
 use super::hub::TaskHub;
@@ -11,9 +17,11 @@ use crate::messages::{
     ApprovalRequest, Deliver, Inbound, Outbound, OutboundFile, OutboundRole, TaskRoutes, TaskSource, session_id,
 };
 use actix::prelude::*;
-use minibot_protocol::{ControlKind, ControlMessage, Delivery, TaskAttachment, TaskStatus, TaskUsage, WorkerEventKind};
+use minibot_protocol::{
+    ControlKind, ControlMessage, Delivery, TaskAttachment, TaskStatus, TaskUsage, WorkerEvent, WorkerEventKind,
+};
 use minibot_queue::{EventDelivery, QueueError};
-use minibot_store::{Applied, Ending, Role, TaskRecord};
+use minibot_store::{Applied, Attempt, Ending, Role, TaskRecord};
 use serde_json::json;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -285,11 +293,11 @@ impl Handler<Apply> for TaskCoordinator {
         let hub = self.hub.clone();
         let apply = async move {
             let event = &delivery.event;
+            let host = host_of(&hub, &event.worker_id);
+            let attempt = Attempt { number: event.attempt, worker_id: &event.worker_id, host: host.as_deref() };
             let applied = match &event.kind {
                 WorkerEventKind::Started => {
-                    let host = host_of(&hub, &event.worker_id);
-                    let applied =
-                        hub.store.started(&event.task_id, event.attempt, &event.worker_id, host.as_deref()).await;
+                    let applied = hub.store.started(&event.task_id, &attempt).await;
                     if let Ok(Applied::Ignored) = applied {
                         // It ended here already (cancelled, timed out waiting for a worker) while its message
                         // still sat in a queue nobody read: the worker that took it now must not run it.
@@ -301,7 +309,7 @@ impl Handler<Apply> for TaskCoordinator {
                 WorkerEventKind::Progress { step, tool_names, total_tokens } => {
                     let progress = json!({ "phase": "running", "step": step, "tool_names": tool_names,
                                            "total_tokens": total_tokens, "attempt": event.attempt });
-                    hub.store.progress(&event.task_id, event.attempt, &progress).await
+                    hub.store.progress(&event.task_id, &attempt, &progress).await
                 }
                 WorkerEventKind::Finished {
                     outcome,
@@ -313,7 +321,6 @@ impl Handler<Apply> for TaskCoordinator {
                     total_tokens,
                     ..
                 } => {
-                    let host = host_of(&hub, &event.worker_id);
                     let ending = Ending {
                         status: TaskStatus::from(*outcome),
                         stop_reason,
@@ -326,8 +333,21 @@ impl Handler<Apply> for TaskCoordinator {
                     hub.store.finish(&event.task_id, event.attempt, &ending).await
                 }
                 WorkerEventKind::ApprovalRequest { approval_id, tool, detail, reason, wait_ms } => {
-                    // Changes no record: asked in the background, acknowledged now (a question lost in a crash
-                    // goes unanswered, and the worker denies).
+                    // Changes no record but the attempt's holder (a quick attempt may ask before it says it
+                    // started): asked in the background, acknowledged now (a question lost in a crash goes
+                    // unanswered, and the worker denies). One of an older attempt, or of a task that ended, is
+                    // answered no at once by the relay.
+                    match hub.store.hold(&event.task_id, &attempt).await {
+                        Ok(Applied::NotHolder { holder }) => {
+                            refused(event, &holder);
+                            return (Route::Nothing, Some(delivery));
+                        }
+                        Ok(_) => {}
+                        Err(error) => {
+                            tracing::error!(task_id = %event.task_id, error = %error, "cannot apply a worker event");
+                            return (Route::Nothing, None);
+                        }
+                    }
                     let request = ApprovalRequest {
                         approval_id: approval_id.clone(),
                         tool: tool.clone(),
@@ -357,6 +377,16 @@ impl Handler<Apply> for TaskCoordinator {
                 }
                 Ok(Applied::Updated(record)) if matches!(event.kind, WorkerEventKind::Progress { .. }) => {
                     Route::Progress(record)
+                }
+                Ok(Applied::NotHolder { holder }) => {
+                    refused(event, &holder);
+                    Route::Nothing
+                }
+                Ok(Applied::Superseded { current }) => {
+                    tracing::info!(task_id = %event.task_id, attempt = event.attempt, current_attempt = current,
+                        worker_id = %event.worker_id, kind = kind_name(&event.kind),
+                        "worker event of an older attempt; ignored");
+                    Route::Nothing
                 }
                 Ok(_) => Route::Nothing,
                 Err(error) => {
@@ -402,6 +432,24 @@ impl Handler<Apply> for TaskCoordinator {
     }
 }
 
+/// The log line of an event refused because another worker holds its attempt (the event is acknowledged and
+/// dropped, so this is said once per event).
+fn refused(event: &WorkerEvent, holder: &str) {
+    tracing::warn!(task_id = %event.task_id, attempt = event.attempt, worker_id = %event.worker_id, holder = %holder,
+        kind = kind_name(&event.kind),
+        "refused a worker event: another worker holds this attempt of the task (a forged or misrouted event)");
+}
+
+fn kind_name(kind: &WorkerEventKind) -> &'static str {
+    match kind {
+        WorkerEventKind::Started => "started",
+        WorkerEventKind::Progress { .. } => "progress",
+        WorkerEventKind::Finished { .. } => "finished",
+        WorkerEventKind::ApprovalRequest { .. } => "approval_request",
+        WorkerEventKind::Unknown => "unknown",
+    }
+}
+
 fn deliver_progress(routes: &TaskRoutes, record: &TaskRecord) {
     let Some(chat_id) = record.chat_id else { return };
     let mut note = Outbound::text(&record.channel, chat_id, texts::progress_note(record), OutboundRole::Progress);
@@ -411,8 +459,13 @@ fn deliver_progress(routes: &TaskRoutes, record: &TaskRecord) {
 
 async fn deliver_result(hub: &TaskHub, routes: &TaskRoutes, record: &TaskRecord, attachments: &[TaskAttachment]) {
     tracing::info!(task_id = %record.id, status = %record.status, attempts = record.attempts, "task ended");
-    if record.status == TaskStatus::Cancelled {
+    if record.status == TaskStatus::Cancelled && record.cancel_requested {
+        // Asked for with `cancel_task`, whose answer said so already.
         return;
+    }
+    if texts::cancelled_unasked(record) {
+        tracing::warn!(task_id = %record.id, worker_id = ?record.worker_id, stop_reason = ?record.stop_reason,
+            "task cancelled without the chat asking (an operator, a forged cancel, or its worker); telling the chat");
     }
     let Some(chat_id) = record.chat_id else {
         tracing::warn!(task_id = %record.id, "task has no chat to report to");

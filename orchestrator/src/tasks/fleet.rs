@@ -129,7 +129,7 @@ impl Fleet {
                     "labels": w.labels, "generic": w.generic,
                     "specialists": w.specialists.iter().map(|s| json!({ "name": s.name, "version": s.hash,
                         "requires": s.requires })).collect::<Vec<_>>(),
-                    "capacity": w.capacity, "load": w.load, "running": w.running,
+                    "capacity": w.capacity, "load": w.load,
                 })
             })
             .collect();
@@ -181,6 +181,17 @@ mod tests {
         fleet.apply(worker("w2", &["gpu"], &[("render", "v1")]));
         assert_eq!(fleet.unserved(render), None);
         assert_eq!(fleet.unserved(Needs { agent: None, hash: None, requires: &[] }), None);
+    }
+
+    #[test]
+    fn the_roster_shows_how_busy_a_worker_is_not_which_tasks_it_runs() {
+        let mut fleet = settled();
+        let mut busy = worker("w1", &[], &[]);
+        busy.load = 1;
+        fleet.apply(busy);
+        let shown = fleet.describe();
+        assert_eq!((shown[0]["load"].as_u64(), shown[0]["capacity"].as_u64()), (Some(1), Some(1)));
+        assert!(shown[0].get("running").is_none(), "{shown}");
     }
 
     #[test]

@@ -358,10 +358,16 @@ impl TaskService for TaskHub {
                 Ok(record) => record,
                 Err(answer) => return Ok(answer),
             };
+            // Noted first, so the worker's report of the cancel, however quick, reads as asked for (the chat is
+            // told of a cancel nobody here asked for).
+            self.store.request_cancel(&record.id).await.map_err(store_error)?;
             // The queue first: until the cancel reaches it (or the worker), the task keeps running, and the
             // record must not say otherwise.
             if let Err(error) = self.queue.control(&ControlMessage::new(&record.id, ControlKind::Cancel)).await {
                 tracing::warn!(task_id = %record.id, error = %error, "cannot tell the worker to cancel");
+                if let Err(error) = self.store.withdraw_cancel(&record.id).await {
+                    tracing::warn!(task_id = %record.id, error = %error, "cannot take back the cancel request");
+                }
                 return Err(ToolError::respond(
                     "task:cancel_failed",
                     format!("the cancel could not be sent to the task queue ({error}); the task keeps running"),
@@ -377,6 +383,13 @@ impl TaskService for TaskHub {
                     let status = status.map_or_else(|| "gone".to_string(), |s| s.to_string());
                     return Ok(json!({ "task_id": record.id, "cancelled": false,
                                       "reason": format!("task already {status}") }));
+                }
+            }
+            // A turn that cancels a task it started hands nothing off: no result will come for it (a
+            // `console --once` run would wait for one).
+            if let Ok(mut handoffs) = self.handoffs.lock() {
+                for ids in handoffs.values_mut() {
+                    ids.retain(|id| *id != record.id);
                 }
             }
             Ok(json!({ "task_id": record.id, "cancelled": true }))
@@ -434,6 +447,9 @@ impl TaskService for TaskHub {
                                      "max_tool_calls": record.max_tool_calls });
             task["max_attempts"] = json!(record.max_attempts);
             task["last_error"] = json!(record.last_error);
+            // Whether the user or the main agent asked for a cancel: a task `cancelled` without it was stopped
+            // by someone else.
+            task["cancel_requested"] = json!(record.cancel_requested);
             task["completed_at"] = json!(record.completed_at);
             task["result"] = json!({ "text": record.result_text });
             // What the attempt that ended the task used, as its worker reported it; null until then.

@@ -5,14 +5,45 @@ use minibot_store::{TaskRecord, TaskStatus};
 /// Longest delegated result put into the main agent's turn; the rest stays available through `get_task`.
 pub const MAX_DELEGATED_CHARS: usize = 12_000;
 
+/// Longest `spawn_task` result shown in the chat, in characters: about four Telegram messages. A longer one is
+/// cut at a character, with a line that says the whole text is stored and how to read it (`get_task`); one
+/// answer of 1 MiB once became 289 Telegram messages.
+pub const MAX_CHAT_RESULT_CHARS: usize = 16_000;
+
 fn label(record: &TaskRecord) -> String {
     format!("Background task {} (agent {})", record.id, record.agent_name.as_deref().unwrap_or("task_worker"))
 }
 
-/// The chat message for a `spawn_task` task that ended.
+/// Who may have stopped a task nobody here asked to cancel.
+fn cancelled_by(record: &TaskRecord) -> String {
+    let worker = match (&record.worker_id, &record.worker_host) {
+        (Some(id), Some(host)) => format!("its worker {id} on {host}"),
+        (Some(id), None) => format!("its worker {id}"),
+        _ => "a worker".to_string(),
+    };
+    format!("an operator, another program with access to the task queue, or {worker} stopped it")
+}
+
+/// Whether the task was cancelled without the user or the main agent asking for it.
+pub fn cancelled_unasked(record: &TaskRecord) -> bool {
+    record.status == TaskStatus::Cancelled && !record.cancel_requested
+}
+
+/// The chat message for a `spawn_task` task that ended, at most [`MAX_CHAT_RESULT_CHARS`] of its text.
 pub fn spawn_result(record: &TaskRecord) -> String {
+    cut_for_chat(record, spawn_text(record))
+}
+
+fn spawn_text(record: &TaskRecord) -> String {
     match record.status {
         TaskStatus::Done => record.result_text.clone().unwrap_or_default(),
+        TaskStatus::Cancelled if !record.cancel_requested => format!(
+            "Task {} was cancelled (not by you): neither you nor the assistant asked for it; {}. It did not \
+             finish. Ask again if you still need it.",
+            record.id,
+            cancelled_by(record)
+        ),
+        TaskStatus::Cancelled => "The background task was cancelled.".into(),
         TaskStatus::TimedOut => "The background task exceeded its time limit and was cancelled.".into(),
         _ if matches!(record.stop_reason.as_deref(), Some("max_steps" | "max_tool_calls")) => {
             "The background task reached a configured limit before finishing.".into()
@@ -24,8 +55,29 @@ pub fn spawn_result(record: &TaskRecord) -> String {
     }
 }
 
+/// `text` as the chat shows it: at most [`MAX_CHAT_RESULT_CHARS`] characters, cut at a character with a line
+/// that says the whole text is stored with the task and readable with `get_task`.
+fn cut_for_chat(record: &TaskRecord, text: String) -> String {
+    let Some((cut, _)) = text.char_indices().nth(MAX_CHAT_RESULT_CHARS) else {
+        return text;
+    };
+    let total = text.chars().count();
+    format!(
+        "{}\n\n[Cut here: the result has {total} characters and the chat shows the first {MAX_CHAT_RESULT_CHARS}. \
+         The whole result is stored with the task: ask for get_task {} to read it.]",
+        &text[..cut],
+        record.id
+    )
+}
+
 /// The line kept in the chat history instead of the worker's text.
 pub fn history_note(record: &TaskRecord) -> String {
+    if cancelled_unasked(record) {
+        return format!(
+            "[{} was cancelled, though neither the user nor you asked for it. Call get_task for details.]",
+            label(record)
+        );
+    }
     if record.status == TaskStatus::Done {
         format!("[{} finished. Call get_task if you need its result.]", label(record))
     } else {
@@ -39,6 +91,11 @@ pub fn delegated_turn(record: &TaskRecord) -> String {
     let body = match record.status {
         TaskStatus::Done => record.result_text.clone().unwrap_or_default(),
         TaskStatus::TimedOut => "The task timed out and was cancelled before producing a result.".into(),
+        TaskStatus::Cancelled if !record.cancel_requested => format!(
+            "The task was cancelled before it finished, though neither you nor the user asked for it ({}). \
+             Tell the user it did not finish; do not start it again unless they ask.",
+            cancelled_by(record)
+        ),
         _ => format!(
             "The task failed: {} (stop reason: {})",
             record.last_error.as_deref().unwrap_or("unknown error"),

@@ -1,4 +1,5 @@
 mod harness;
 mod layout;
+mod task_trust;
 mod turns;
 mod worker_tasks;

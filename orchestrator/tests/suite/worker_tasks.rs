@@ -255,7 +255,7 @@ async fn cancel_says_so_when_the_broker_connection_is_closed() {
     let id = uuid::Uuid::new_v4().simple().to_string();
     let config = format!(
         "[tasks]\nbackend = \"rabbitmq\"\n[rabbitmq]\nbroker_url = \"{}\"\nqueue_name = \"test-{id}\"\n\
-         exchange_name = \"test-{id}.tasks\"\n",
+         exchange_name = \"test-{id}.tasks\"\nmessage_key = \"test-message-key-0123456789abcdef0123456789\"\n",
         broker_url()
     );
     let h = Harness::start("http://127.0.0.1:9/v1", &config).await;
@@ -273,7 +273,7 @@ async fn cancel_says_so_when_the_broker_connection_is_closed() {
     assert!(error.starts_with("the cancel could not be sent to the task queue ("), "{error}");
     assert_eq!(hub.store.get(&second).await.unwrap().unwrap().status, TaskStatus::Pending);
 
-    let settings = minibot_queue::backend::amqp_settings(&hub.config, &[]);
+    let settings = minibot_queue::backend::amqp_settings(&hub.config, &[]).unwrap();
     let cleanup = AmqpQueue::connect(&settings, "cleanup").await.unwrap();
     cleanup.delete_topology().await.unwrap();
     cleanup.close().await;

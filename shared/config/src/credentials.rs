@@ -69,6 +69,7 @@ impl Config {
         url_password(&telegram.api_base_url, &mut add);
 
         url_password(&self.rabbitmq.broker_url, &mut add);
+        add(&self.rabbitmq.message_key);
         add(&self.http.auth_token);
         add(&self.http.basic_auth_password);
 

@@ -155,7 +155,8 @@ pub const FEATURES: &[Feature] = &[
         implemented: false,
         gate: Gate::Switch { section: "scheduler.prompts", default_on: true },
     },
-    // [logging] log_level. `structured` is accepted: MiniBot ignores it too.
+    // [logging] log_level, and this version's max_file_bytes and backup_count (log rotation). `structured` is
+    // accepted: MiniBot ignores it too.
     Feature {
         what: "this log format option is",
         implemented: false,

@@ -118,6 +118,18 @@ fn byte_sizes_accept_units() {
 }
 
 #[test]
+fn log_rotation_keys_have_defaults_and_accept_units() {
+    let config = load("").expect("defaults");
+    assert_eq!(config.logging.max_file_bytes.bytes(), 10 * 1024 * 1024);
+    assert_eq!(config.logging.backup_count, 5);
+    let config = load("[logging]\nmax_file_bytes = \"1MiB\"\nbackup_count = 0\n").expect("loads");
+    assert_eq!(config.logging.max_file_bytes.bytes(), 1_048_576);
+    assert_eq!(config.logging.backup_count, 0);
+    let err = load("[logging]\nmax_file_bytes = 0\n").expect_err("zero");
+    assert!(err.to_string().contains("logging.max_file_bytes"), "{err}");
+}
+
+#[test]
 fn relative_paths_resolve_against_the_config_folder() {
     let config = load("").expect("loads");
     assert_eq!(config.resolve_path("./data/files"), std::path::Path::new("/srv/minibot/./data/files"));

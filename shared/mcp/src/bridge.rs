@@ -1,6 +1,6 @@
 //! Bridge mode: one binding per remote tool.
 
-use crate::result::{call_result, error_result};
+use crate::result::{call_error, call_result, error_result};
 use crate::schema::{drop_nulls, normalize_input_schema};
 use crate::server::{McpServer, RemoteTool};
 use futures_util::future::BoxFuture;
@@ -59,7 +59,7 @@ impl DynTool for BridgeTool {
             };
             Ok(match self.server.call_tool(&self.remote, arguments).await {
                 Ok(output) => call_result(server, &self.remote, output),
-                Err(err) => error_result(server, "mcp_call_failed", &err.to_string(), Some(&self.remote)),
+                Err(err) => call_error(server, &self.remote, &err),
             })
         })
     }

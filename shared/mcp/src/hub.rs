@@ -4,8 +4,10 @@ use crate::Result;
 use crate::auth::resolve_auth_secret;
 use crate::bridge::BridgeTool;
 use crate::lazy::{LazyCallTool, LazyListTool};
+use crate::names;
 use crate::paths::resolve_launch_paths;
 use crate::server::{McpServer, RemoteTool};
+use crate::untrusted::fence_instructions;
 use futures_util::future::{BoxFuture, join_all};
 use minibot_agent::{DynTool, SpillStore, ToolContext, ToolRegistry, ToolResult};
 use minibot_config::Config;
@@ -117,6 +119,18 @@ impl McpHub {
                     tracing::error!(server = %server.name, "mcp server name must be non-empty without `__`; skipped");
                     continue;
                 }
+                // Its tools' names start `<prefix>_<server>__`: if that part is already unusable, every tool would
+                // be dropped one warning at a time.
+                if !names::provider_safe(&crate::binding_name(&section.name_prefix, &server.name, "x")) {
+                    tracing::error!(
+                        server = %server.name,
+                        prefix = %section.name_prefix,
+                        "mcp server skipped: its tool names `<prefix>_<server>__<tool>` would not be valid for the \
+                         providers (only A-Z, a-z, 0-9, `_` and `-`, at most {} characters)",
+                        names::MAX_TOOL_NAME_CHARS
+                    );
+                    continue;
+                }
                 if servers.iter().any(|s| s.name() == server.name) {
                     tracing::error!(server = %server.name, "duplicate mcp server name; skipped");
                     continue;
@@ -184,7 +198,8 @@ impl McpHub {
     }
 
     /// System-prompt fragments: the instructions of each server that has at least one tool in `visible` (the
-    /// tool names left after policy), so a server hidden from the agent does not steer it.
+    /// tool names left after policy), so a server hidden from the agent does not steer it. Each is fenced as
+    /// untrusted text (capped when it arrived), ready to append to the system prompt as it is.
     pub fn instructions_for(&self, visible: &[String]) -> Vec<String> {
         self.current()
             .iter()
@@ -192,8 +207,7 @@ impl McpHub {
             .filter_map(|e| {
                 // A server that was down at the last load but has connected since contributes what it sent.
                 let live = e.instructions.clone().or_else(|| e.server.instructions())?;
-                let text = live.trim();
-                Some(format!("## MCP server `{}` instructions\n\n{text}", e.server.name()))
+                Some(fence_instructions(e.server.name(), &live))
             })
             .collect()
     }
@@ -219,22 +233,26 @@ impl McpHub {
         let loads = self.servers.iter().map(|server| self.load(Arc::clone(server)));
         let loaded = join_all(loads).await;
 
-        let mut entries = Vec::with_capacity(loaded.len());
-        let mut servers = Vec::with_capacity(loaded.len());
-        for entry in loaded {
-            let kept = previous.iter().find(|p| Arc::ptr_eq(&p.server, &entry.server));
-            let entry = match (&entry.error, kept) {
-                (Some(error), Some(kept)) => Entry { error: Some(error.clone()), ..kept.clone() },
-                _ => entry,
-            };
-            servers.push(ServerReload {
+        let mut entries: Vec<Entry> = loaded
+            .into_iter()
+            .map(|entry| {
+                let kept = previous.iter().find(|p| Arc::ptr_eq(&p.server, &entry.server));
+                match (&entry.error, kept) {
+                    (Some(error), Some(kept)) => Entry { error: Some(error.clone()), ..kept.clone() },
+                    _ => entry,
+                }
+            })
+            .collect();
+        drop_shared_names(&mut entries);
+        let servers = entries
+            .iter()
+            .map(|entry| ServerReload {
                 server: entry.server.name().to_string(),
                 ok: entry.error.is_none(),
                 tools: entry.tool_names(),
                 error: entry.error.clone(),
-            });
-            entries.push(entry);
-        }
+            })
+            .collect();
         let before: BTreeSet<String> = previous.iter().flat_map(Entry::tool_names).collect();
         let after: BTreeSet<String> = entries.iter().flat_map(Entry::tool_names).collect();
         *self.snapshot.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(entries);
@@ -261,26 +279,18 @@ impl McpHub {
             err.to_string()
         });
         let tools = bindings(&self.prefix, &server, loaded.as_deref().unwrap_or_default());
-        for tool in &tools {
-            if !provider_safe_name(tool.name()) {
-                tracing::warn!(
-                    server = %server.name(),
-                    tool = %tool.name(),
-                    "mcp tool name is not 1-64 chars of [A-Za-z0-9_-]; some providers will reject it"
-                );
-            }
-        }
         let instructions = server.instructions();
         Entry { server, tools, instructions, error }
     }
 }
 
 /// The bindings of one server: one per remote tool (bridge) or `list_tools`/`call_tool` (lazy; `tools` is
-/// ignored). For callers that drive [`McpServer`]s themselves rather than through a hub.
+/// ignored). For callers that drive [`McpServer`]s themselves rather than through a hub. A remote tool whose
+/// binding name providers would refuse, or that another of the server's tools also gets, has no binding.
 pub fn bindings(prefix: &str, server: &Arc<McpServer>, tools: &[RemoteTool]) -> Vec<Arc<dyn DynTool>> {
-    match server.mode() {
-        McpMode::Bridge => tools
-            .iter()
+    let all: Vec<Arc<dyn DynTool>> = match server.mode() {
+        McpMode::Bridge => names::admit(prefix, server.name(), tools)
+            .into_iter()
             .map(|remote| Arc::new(BridgeTool::new(prefix, Arc::clone(server), remote)) as Arc<dyn DynTool>)
             .collect(),
         // Lazy bindings exist even when the server is down: they retry the connection when called.
@@ -288,12 +298,34 @@ pub fn bindings(prefix: &str, server: &Arc<McpServer>, tools: &[RemoteTool]) -> 
             Arc::new(LazyListTool::new(prefix, Arc::clone(server))),
             Arc::new(LazyCallTool::new(prefix, Arc::clone(server))),
         ],
-    }
+    };
+    // Only the prefix and server name can make a lazy binding's name unusable; the hub refuses such a server.
+    all.into_iter()
+        .filter(|tool| {
+            let safe = names::provider_safe(tool.name());
+            if !safe {
+                tracing::warn!(server = %server.name(), tool = %tool.name(), "mcp tool dropped: invalid name");
+            }
+            safe
+        })
+        .collect()
 }
 
-/// The tool-name pattern OpenAI-compatible providers enforce.
-fn provider_safe_name(name: &str) -> bool {
-    (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+/// Drops the bindings whose name a binding of another server has too: server `a` with tool `_x` and server `a_`
+/// with tool `x` both give `mcp_a___x`, and neither may shadow the other (see [`names`]).
+fn drop_shared_names(entries: &mut [Entry]) {
+    let shared = names::shared(entries.iter().flat_map(|e| e.tools.iter().map(|t| t.name())));
+    if shared.is_empty() {
+        return;
+    }
+    for name in &shared {
+        let servers: Vec<&str> =
+            entries.iter().filter(|e| e.tools.iter().any(|t| t.name() == name)).map(|e| e.server.name()).collect();
+        names::warn_shared(name, &servers);
+    }
+    for entry in entries {
+        entry.tools.retain(|t| !shared.contains(t.name()));
+    }
 }
 
 /// `reload_mcp`: reloads every server of the hub that created it.

@@ -1,8 +1,9 @@
 //! Lazy mode: two bindings per server, so the model's initial tool list stays small.
 
-use crate::result::{call_result, error_result};
+use crate::result::{call_error, call_result, error_result};
 use crate::schema::{drop_nulls, normalize_input_schema};
 use crate::server::McpServer;
+use crate::untrusted::fence_instructions;
 use futures_util::future::BoxFuture;
 use minibot_agent::{DynTool, ToolContext, ToolResult};
 use minibot_llm::ToolSpec;
@@ -12,7 +13,7 @@ use std::sync::Arc;
 /// Describes the server for both bindings, embedding its instructions when they are known.
 fn server_blurb(server: &McpServer) -> String {
     match server.instructions() {
-        Some(instructions) => format!("Server instructions:\n{}", instructions.trim()),
+        Some(instructions) => fence_instructions(server.name(), &instructions),
         None if server.mode() == minibot_config::schema::McpMode::Lazy => {
             format!("Configured MCP server `{}` (its metadata is not available yet).", server.name())
         }
@@ -179,7 +180,7 @@ impl LazyCallTool {
         }
         match self.server.call_tool(&tool, arguments).await {
             Ok(output) => call_result(server, &tool, output),
-            Err(err) => error_result(server, "mcp_call_failed", &err.to_string(), Some(&tool)),
+            Err(err) => call_error(server, &tool, &err),
         }
     }
 }

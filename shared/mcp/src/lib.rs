@@ -9,6 +9,11 @@
 //!   [`wrap_with_spill`](minibot_agent::wrap_with_spill), which spills a longer result to a file or cuts it.
 //! - [`McpHub`]: every server of one agent. Connects them concurrently, holds the current tool snapshot and
 //!   server instructions, and reloads them (`reload_mcp`).
+//! - A server is untrusted input. A tool whose name providers would refuse, or that two tools share, is dropped
+//!   (`names`); `instructions` are capped and fenced as untrusted in the prompt (`untrusted`); stderr is cut and
+//!   rate-limited on its way to the log (`stderr`); an answer over [`MAX_MESSAGE_BYTES`] fails its request as too
+//!   large instead of timing out or losing the connection (`oversize`, `child`, `http`); notifications are
+//!   dropped and logged at debug level only (`inbound`).
 //!
 //! ```no_run
 //! # async fn demo(config: &minibot_config::Config) -> minibot_mcp::Result<()> {
@@ -25,19 +30,33 @@
 
 mod auth;
 mod bridge;
+mod child;
+mod http;
 mod hub;
+mod inbound;
 mod lazy;
+mod names;
+mod oversize;
 mod paths;
 mod result;
 mod schema;
 mod server;
+mod stderr;
+mod untrusted;
 
 pub use bridge::BridgeTool;
 pub use hub::{McpHub, ReloadReport, ServerReload, ServerStatus, bindings};
 pub use lazy::{LazyCallTool, LazyListTool};
+pub use names::MAX_TOOL_NAME_CHARS;
+pub use oversize::MAX_MESSAGE_BYTES;
 pub use result::CallOutput;
 pub use schema::{drop_nulls, normalize_input_schema};
 pub use server::{McpServer, RemoteTool};
+pub use stderr::{
+    BURST_LINES as STDERR_BURST_LINES, LINES_PER_SECOND as STDERR_LINES_PER_SECOND,
+    MAX_LINE_BYTES as MAX_STDERR_LINE_BYTES,
+};
+pub use untrusted::{MAX_INSTRUCTIONS_BYTES, fence_instructions};
 
 /// Name of the tool that reloads every server.
 pub const RELOAD_TOOL_NAME: &str = "reload_mcp";
@@ -63,6 +82,9 @@ pub enum McpError {
     Closed { server: String, operation: &'static str, message: String },
     #[error("MCP server `{server}`: {operation} failed: {message}")]
     Request { server: String, operation: &'static str, message: String },
+    /// The server answered, but its answer was over [`MAX_MESSAGE_BYTES`] and was dropped unread.
+    #[error("MCP server `{server}`: the {operation} result is too large: it exceeded {limit} bytes; ask for less")]
+    TooLarge { server: String, operation: &'static str, limit: usize },
 }
 
 pub type Result<T> = std::result::Result<T, McpError>;

@@ -1,5 +1,6 @@
 //! Turning a `tools/call` result into the JSON the model reads.
 
+use crate::McpError;
 use serde_json::{Value, json};
 
 /// Binary-looking fields longer than this are replaced by a length marker: the model cannot use base64 and it
@@ -64,6 +65,16 @@ pub fn call_result(server: &str, tool: &str, output: CallOutput) -> Value {
         "is_error": output.is_error,
         "result": output.text,
     })
+}
+
+/// The result of a `tools/call` that failed. An answer over the size cap has a code of its own: calling again with
+/// the same arguments would fail the same way.
+pub fn call_error(server: &str, tool: &str, err: &McpError) -> Value {
+    let code = match err {
+        McpError::TooLarge { .. } => "mcp_result_too_large",
+        _ => "mcp_call_failed",
+    };
+    error_result(server, code, &err.to_string(), Some(tool))
 }
 
 /// The `{ok:false,...}` object for a failure that never produced a tool result. It is a result, not a tool

@@ -6,27 +6,26 @@
 //! orchestrator's actor) can still drive it explicitly through [`McpServer::connect`], [`McpServer::refresh`] and
 //! [`McpServer::close`].
 
+use crate::child::ChildTransport;
+use crate::http::{CappedClient, capped_config};
+use crate::inbound::Inbound;
+use crate::oversize::too_large;
 use crate::result::{CallOutput, flatten_content};
+use crate::stderr::StderrTail;
 use crate::{McpError, Result};
 use minibot_config::schema::{McpMode, McpServerSection, McpTransport};
 use process_wrap::tokio::{CommandWrap, ProcessGroup};
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
 use rmcp::service::{RoleClient, RunningService, ServiceError};
-use rmcp::transport::TokioChildProcess;
-use rmcp::transport::streamable_http_client::{StreamableHttpClientTransport, StreamableHttpClientTransportConfig};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransport;
 use serde_json::{Map, Value};
-use std::collections::{HashMap, VecDeque};
-use std::process::Stdio;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex as StdMutex, PoisonError};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::Mutex;
 
 type Session = RunningService<RoleClient, ClientConfig>;
-
-/// Lines of child stderr kept to explain a failed start.
-const STDERR_TAIL_LINES: usize = 20;
 
 /// A remote tool as the server describes it, after the server's filters.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,20 +43,6 @@ pub struct McpServer {
     session: Mutex<Option<Arc<Session>>>,
     instructions: StdMutex<Option<String>>,
     catalog: Mutex<Option<(Instant, Vec<RemoteTool>)>>,
-}
-
-/// The last stderr lines of a starting child, to explain a failed initialize.
-struct StderrTail {
-    pump: tokio::task::JoinHandle<()>,
-    tail: Arc<StdMutex<VecDeque<String>>>,
-}
-
-impl StderrTail {
-    /// Waits briefly for the pump to drain: a child that failed usually wrote its reason just before exiting.
-    async fn collect(self) -> Vec<String> {
-        let _ = tokio::time::timeout(Duration::from_millis(500), self.pump).await;
-        self.tail.lock().unwrap_or_else(PoisonError::into_inner).iter().cloned().collect()
-    }
 }
 
 impl std::fmt::Debug for McpServer {
@@ -269,8 +254,7 @@ impl McpServer {
         };
         let mut cmd = tokio::process::Command::new(command);
         cmd.args(&self.config.args);
-        // rmcp kills the child from a spawned task on drop, which never runs if the runtime is going away; this
-        // kills it synchronously as well.
+        // A transport dropped without a graceful close kills the child's group; this lets tokio reap the child.
         cmd.kill_on_drop(true);
         // A non-empty `env` replaces the child's whole environment, as in 0.36: it keeps secrets of the daemon
         // away from third-party servers.
@@ -285,32 +269,15 @@ impl McpServer {
         // wrappers), which would otherwise outlive the server they launched.
         let mut wrapped = CommandWrap::from(cmd);
         wrapped.wrap(ProcessGroup::leader());
-        let (transport, stderr) =
-            TokioChildProcess::builder(wrapped).stderr(Stdio::piped()).spawn().map_err(|source| {
-                if source.kind() == std::io::ErrorKind::NotFound {
-                    McpError::CommandNotFound { server: server.clone(), command: command.to_string() }
-                } else {
-                    McpError::Spawn { server: server.clone(), command: command.to_string(), source }
-                }
-            })?;
-        let stderr = stderr.map(|stderr| {
-            let tail = Arc::new(StdMutex::new(VecDeque::new()));
-            let sink = Arc::clone(&tail);
-            let name = server.clone();
-            let pump = tokio::spawn(async move {
-                let mut lines = BufReader::new(stderr).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    tracing::info!(target: "minibot_mcp::stderr", server = %name, "{line}");
-                    let mut tail = sink.lock().unwrap_or_else(PoisonError::into_inner);
-                    if tail.len() == STDERR_TAIL_LINES {
-                        tail.pop_front();
-                    }
-                    tail.push_back(line);
-                }
-            });
-            StderrTail { pump, tail }
-        });
-        self.initialize(client_config().serve(transport), stderr).await
+        let (transport, stderr) = ChildTransport::spawn(wrapped, &server).map_err(|source| {
+            if source.kind() == std::io::ErrorKind::NotFound {
+                McpError::CommandNotFound { server: server.clone(), command: command.to_string() }
+            } else {
+                McpError::Spawn { server: server.clone(), command: command.to_string(), source }
+            }
+        })?;
+        let stderr = stderr.map(|stderr| StderrTail::start(stderr, server.clone()));
+        self.initialize(client_config().serve(Inbound::new(transport, &server)), stderr).await
     }
 
     async fn open_http(&self) -> Result<Session> {
@@ -319,7 +286,8 @@ impl McpServer {
             return Err(McpError::Config { server, message: "http transport needs `url`".into() });
         };
         minibot_llm::install_crypto_provider();
-        let config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
+        // The same cap as over stdio; `CappedClient` turns an answer over it into a too-large error.
+        let config = capped_config(url);
         let mut headers = HashMap::new();
         // Every header goes out as written, `Authorization` included: rmcp's own `auth_header` would prefix
         // `Bearer ` to a `Basic …` credential. `auth_secret` has already become a `Bearer` header here.
@@ -332,8 +300,10 @@ impl McpServer {
             header_value.set_sensitive(header_name == reqwest::header::AUTHORIZATION);
             headers.insert(header_name, header_value);
         }
-        let transport = StreamableHttpClientTransport::from_config(config.custom_headers(headers));
-        self.initialize(client_config().serve(transport), None).await
+        let client = CappedClient::new()
+            .map_err(|e| McpError::Config { server: server.clone(), message: format!("HTTP client: {e}") })?;
+        let transport = StreamableHttpClientTransport::with_client(client, config.custom_headers(headers));
+        self.initialize(client_config().serve(Inbound::new(transport, &server)), None).await
     }
 
     async fn initialize<F, E>(&self, serve: F, stderr: Option<StderrTail>) -> Result<Session>
@@ -360,6 +330,11 @@ impl McpServer {
 
     fn request_error(&self, operation: &'static str, err: ServiceError) -> McpError {
         let server = self.config.name.clone();
+        if let ServiceError::McpError(data) = &err
+            && let Some(limit) = too_large(data)
+        {
+            return McpError::TooLarge { server, operation, limit };
+        }
         match err {
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
                 McpError::Closed { server, operation, message: err.to_string() }

@@ -1,6 +1,10 @@
 //! What a worker tells the orchestrators about itself: [`WorkerStatus`], sent when it starts, every heartbeat
 //! and when it leaves. The orchestrator keeps the live ones as its roster, routes nothing by it (the queue
 //! does that), but uses it to tell a chat at once when no live worker can take its task.
+//!
+//! Statuses go out on a fanout that any broker user bound to it can read, so they say how busy a worker is
+//! (`load`), never which tasks it runs: a task id is what a forged event or control message needs. A status
+//! from an older worker that still lists them (`running`) decodes all the same; the list is dropped unread.
 
 use crate::{PROTOCOL_VERSION, ProtocolError, check_version, decode, encode};
 use serde::{Deserialize, Serialize};
@@ -46,12 +50,9 @@ pub struct WorkerStatus {
     /// Whether it takes tasks for the generic worker (route `""`).
     #[serde(default)]
     pub generic: bool,
-    /// Tasks it runs at once, and runs now.
+    /// Tasks it runs at once, and how many it runs now.
     pub capacity: u32,
     pub load: u32,
-    /// The task ids it runs now.
-    #[serde(default)]
-    pub running: Vec<String>,
     /// How often it sends this; the roster drops it after three missed beats.
     pub heartbeat_ms: u64,
 }
@@ -88,7 +89,6 @@ impl WorkerStatus {
             generic: true,
             capacity: 1,
             load: 0,
-            running: Vec::new(),
             heartbeat_ms: 5000,
         }
     }
@@ -113,5 +113,27 @@ mod tests {
         assert!(!status.serves(Some("coder"), None));
         status.generic = false;
         assert!(!status.serves(None, None));
+    }
+
+    /// A status as a worker before this version sent it: with the ids of the tasks it ran.
+    #[derive(Serialize)]
+    struct OlderStatus {
+        #[serde(flatten)]
+        status: WorkerStatus,
+        running: Vec<String>,
+    }
+
+    #[test]
+    fn a_status_names_no_task_and_an_older_one_that_does_still_decodes() {
+        let mut status = WorkerStatus::new("w1", "box");
+        status.load = 1;
+        let bytes = status.encode().unwrap();
+        let fields: serde_json::Value = rmp_serde::from_slice(&bytes).unwrap();
+        assert!(fields.get("running").is_none(), "{fields}");
+        assert_eq!(fields["load"], 1);
+
+        let older = OlderStatus { status: status.clone(), running: vec!["5f0c2a9e-task".into()] };
+        let bytes = rmp_serde::to_vec_named(&older).unwrap();
+        assert_eq!(WorkerStatus::decode(&bytes).unwrap(), status);
     }
 }

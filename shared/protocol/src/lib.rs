@@ -5,6 +5,8 @@
 //! decodes as `Unknown` (skipped) rather than failing. Every message carries [`PROTOCOL_VERSION`]; a message
 //! that does not decode, or has a version this side does not speak, is a [`ProtocolError`], never a panic.
 //!
+//! Over a broker every message is sealed ([`MessageKey`], `seal`): signed with a shared key and timestamped.
+//!
 //! Workers also announce themselves ([`WorkerStatus`]): start, heartbeat, leave.
 //!
 //! Tool approvals from a worker ride the same two paths: the question is a worker event
@@ -14,9 +16,11 @@
 //! too, so the store, the task tools and the orchestrator share one spelling of each.
 
 mod fleet;
+mod seal;
 mod state;
 
 pub use fleet::{SpecialistVersion, WorkerState, WorkerStatus};
+pub use seal::{KeyError, MIN_KEY_CHARS, MessageKey, SealError, SealKind, generate_key_hex};
 pub use state::{Delivery, TaskStatus, TaskUsage, UnknownName};
 
 use serde::de::DeserializeOwned;
@@ -24,6 +28,10 @@ use serde::{Deserialize, Serialize};
 
 /// Bumped when a change is not backwards compatible.
 pub const PROTOCOL_VERSION: u16 = 1;
+
+/// The largest answer a task reports, in bytes of its text; a worker cuts a longer one and says so, and a
+/// receiver refuses an event that is larger than this allows.
+pub const MAX_RESULT_BYTES: usize = 4 * 1024 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProtocolError {

@@ -3,7 +3,9 @@
 //! - throughput of no-op tasks through `AmqpQueue` (4 workers, each on its own connection: claim, emit the
 //!   terminal event, settle; the orchestrator consumes and acks the events), next to a raw lapin loop on the
 //!   same kind of queue (persistent publishes with pipelined confirms, manual acks) as the ceiling;
-//! - dispatch latency, publish call → `claim` returning in an idle worker, p50/p99.
+//! - dispatch latency, publish call → `claim` returning in an idle worker, p50/p99;
+//! - the cost of signing ([`MessageKey`]): seal and check of each message a no-op task makes, next to the CPU
+//!   this process (orchestrator and workers, not the broker) spends per no-op task end to end.
 //!
 //! Run: `cargo bench -p minibot-queue --bench amqp` (release). Prints numbers; asserts nothing.
 
@@ -34,7 +36,10 @@ fn settings(prefetch_count: u16) -> AmqpSettings {
         queue_name: format!("bench-{id}"),
         exchange_name: format!("bench-{id}.tasks"),
         prefetch_count,
-        ..AmqpSettings::new("")
+        ..AmqpSettings::new(
+            "",
+            minibot_protocol::MessageKey::new("test-message-key-0123456789abcdef0123456789").unwrap(),
+        )
     }
 }
 
@@ -58,9 +63,15 @@ fn task(id: String) -> TaskEnvelope {
 }
 
 fn done(claimed: &minibot_queue::ClaimedTask, worker: &str) -> WorkerEvent {
+    let mut event = done_event(&claimed.envelope.task_id, worker);
+    event.attempt = claimed.attempt;
+    event
+}
+
+fn done_event(task_id: &str, worker: &str) -> WorkerEvent {
     WorkerEvent::new(
-        &claimed.envelope.task_id,
-        claimed.attempt,
+        task_id,
+        1,
         worker,
         WorkerEventKind::Finished {
             outcome: TaskOutcome::Done,
@@ -133,8 +144,31 @@ async fn raw_loop() -> f64 {
     rate
 }
 
-/// No-op tasks end to end: publish, claim, terminal event, settle, event consumed and acked.
-async fn queue_throughput() -> f64 {
+/// CPU time this process has used (all threads), from the scheduler's own account.
+fn process_cpu() -> Duration {
+    let text = std::fs::read_to_string("/proc/self/schedstat").unwrap_or_default();
+    Duration::from_nanos(text.split_whitespace().next().and_then(|n| n.parse().ok()).unwrap_or(0))
+}
+
+/// Seal and check of the messages one no-op task makes (its envelope and its terminal event), averaged.
+fn signing_per_task() -> Duration {
+    let key = MessageKey::new("bench-message-key-0123456789abcdef0123456789").unwrap();
+    let task = task("t-signing".into()).encode().unwrap();
+    let event = done_event("t-signing", "w0").encode().unwrap();
+    const ROUNDS: u32 = 20_000;
+    let started = Instant::now();
+    for _ in 0..ROUNDS {
+        let sealed = key.seal(SealKind::Task, std::hint::black_box(&task));
+        assert!(key.open(SealKind::Task, &sealed).is_ok());
+        let sealed = key.seal(SealKind::Event, std::hint::black_box(&event));
+        assert!(key.open(SealKind::Event, &sealed).is_ok());
+    }
+    started.elapsed() / ROUNDS
+}
+
+/// No-op tasks end to end: publish, claim, terminal event, settle, event consumed and acked. Returns tasks per
+/// second and this process's CPU per task.
+async fn queue_throughput() -> (f64, Duration) {
     let settings = settings(16);
     let orchestrator = connect(&settings, "orchestrator").await;
     let mut workers = Vec::new();
@@ -151,6 +185,7 @@ async fn queue_throughput() -> f64 {
     }
     let tasks: Vec<_> = (0..TASKS).map(|i| task(format!("t{i}"))).collect();
     let started = Instant::now();
+    let cpu_before = process_cpu();
     let (published, ()) = tokio::join!(orchestrator.publish_many(&tasks), async {
         for _ in 0..TASKS {
             let delivery = orchestrator.next_event().await.unwrap();
@@ -159,11 +194,12 @@ async fn queue_throughput() -> f64 {
     });
     published.unwrap();
     let rate = TASKS as f64 / started.elapsed().as_secs_f64();
+    let cpu = (process_cpu() - cpu_before) / TASKS as u32;
     for worker in workers {
         worker.abort();
     }
     orchestrator.delete_topology().await.unwrap();
-    rate
+    (rate, cpu)
 }
 
 /// Publish call → claim returning, one task at a time into an idle worker.
@@ -207,10 +243,18 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 async fn main() {
     let raw = raw_loop().await;
     println!("raw lapin publish→consume (quorum queue, persistent, confirms/512, prefetch 64): {raw:.0} msg/s");
-    let queue = queue_throughput().await;
+    let (queue, cpu) = queue_throughput().await;
     println!(
         "AmqpQueue no-op tasks, {WORKERS} workers, {TASKS} tasks (publish, claim, terminal event, settle, event ack): \
-         {queue:.0} tasks/s"
+         {queue:.0} tasks/s, {:.1} µs of this process's CPU per task",
+        cpu.as_secs_f64() * 1e6
+    );
+    let signing = signing_per_task();
+    println!(
+        "signing per no-op task (seal + check of the envelope and the terminal event): {:.2} µs = {:.2} % of the \
+         CPU per task above (orchestrator and workers; broker and model not counted, so the true share is smaller)",
+        signing.as_secs_f64() * 1e6,
+        100.0 * signing.as_secs_f64() / cpu.as_secs_f64().max(f64::EPSILON)
     );
     let latency = dispatch_latency().await;
     println!(

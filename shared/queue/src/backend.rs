@@ -6,6 +6,7 @@ use crate::amqp::{AmqpQueue, AmqpSettings};
 use crate::sqlite::SqliteQueue;
 use crate::{QueueError, Result, TaskQueue, WorkQueue};
 use minibot_config::{Config, TaskBackend};
+use minibot_protocol::{KeyError, MessageKey};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,16 +32,33 @@ pub fn tasks_db_path(config: &Config) -> Result<PathBuf> {
 }
 
 /// `[rabbitmq]` as the AMQP backend takes it, for a side that takes tasks of `routes` (none: the orchestrator).
-pub fn amqp_settings(config: &Config, routes: &[String]) -> AmqpSettings {
+/// Fails, naming `rabbitmq.message_key`, when the key that signs broker messages is missing or too short.
+pub fn amqp_settings(config: &Config, routes: &[String]) -> Result<AmqpSettings> {
     let section = &config.rabbitmq;
-    AmqpSettings {
+    Ok(AmqpSettings {
         broker_url: section.broker_url.clone(),
         queue_name: section.queue_name.clone(),
         exchange_name: section.exchange_name.clone(),
         prefetch_count: section.prefetch_count.max(1),
         routes: routes.to_vec(),
         tls_ca_file: section.tls_ca_file.as_deref().filter(|f| !f.trim().is_empty()).map(|f| config.resolve_path(f)),
-    }
+        message_key: message_key(config)?,
+    })
+}
+
+/// The key every broker message is signed with; without one anybody with broker credentials could command the
+/// workers, so neither side starts.
+pub fn message_key(config: &Config) -> Result<MessageKey> {
+    MessageKey::new(&config.rabbitmq.message_key).map_err(|error| {
+        let message = match error {
+            KeyError::Empty => "is not set, and the RabbitMQ backend signs every broker message with it; make one with \
+                `minibot vault generate MESSAGE_KEY` and set `message_key = \"${secret:MESSAGE_KEY}\"` under [rabbitmq] \
+                on the orchestrator and every worker host (docs/deploy.md, \"Signed messages\")"
+                .to_string(),
+            error => format!("{error} (`minibot vault generate MESSAGE_KEY` makes one of 64 hex digits)"),
+        };
+        QueueError::Setting { key: "rabbitmq.message_key", message }
+    })
 }
 
 /// A broker URL for messages: the password is replaced.
@@ -83,7 +101,7 @@ async fn open_sqlite(config: &Config, id: &str) -> Result<SqliteQueue> {
 }
 
 async fn connect_amqp(config: &Config, id: &str, routes: &[String]) -> Result<AmqpQueue> {
-    let settings = amqp_settings(config, routes);
+    let settings = amqp_settings(config, routes)?;
     if let Some(path) = &settings.tls_ca_file
         && let Err(error) = std::fs::metadata(path)
     {
@@ -129,6 +147,7 @@ mod tests {
         config.tasks.backend = TaskBackend::Rabbitmq;
         // Port 1 on the loopback refuses at once.
         config.rabbitmq.broker_url = "amqp://guest:secret@127.0.0.1:1/%2f".into();
+        config.rabbitmq.message_key = "k".repeat(40);
         let error =
             open_worker_queue(&config, "w", &[String::new()]).await.err().map(|e| e.to_string()).unwrap_or_default();
         assert!(
@@ -136,5 +155,22 @@ mod tests {
             "{error}"
         );
         assert!(!error.contains("secret"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn a_missing_or_short_message_key_stops_both_sides_naming_the_key() {
+        let mut config = Config::defaults("/srv/minibot");
+        config.tasks.backend = TaskBackend::Rabbitmq;
+        config.rabbitmq.broker_url = "amqp://guest:guest@127.0.0.1:1/%2f".into();
+        let worker = open_worker_queue(&config, "w", &[String::new()]).await.err().map(|e| e.to_string());
+        let worker = worker.unwrap_or_default();
+        assert!(worker.starts_with("rabbitmq.message_key: is not set"), "{worker}");
+        assert!(worker.contains("minibot vault generate"), "{worker}");
+        assert!(!worker.contains('\n'), "one line: {worker}");
+        let orchestrator = open_orchestrator_queue(&config).await.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(orchestrator.starts_with("rabbitmq.message_key: is not set"), "{orchestrator}");
+        config.rabbitmq.message_key = "too-short".into();
+        let error = open_orchestrator_queue(&config).await.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(error.starts_with("rabbitmq.message_key: is 9 characters long; use at least 32"), "{error}");
     }
 }

@@ -34,6 +34,8 @@ fn pause(since: std::time::Instant) -> Duration {
 }
 /// Time a worker gets beyond the task's own timeout before its lease expires.
 pub const LEASE_GRACE: Duration = Duration::from_secs(10);
+/// Longest lease: `now + lease` stays far from SQLite's integer limit whatever timeout a task names.
+const LONGEST_LEASE: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS queue_tasks (
@@ -230,8 +232,11 @@ impl SqliteQueue {
 impl TaskQueue for SqliteQueue {
     fn publish<'a>(&'a self, task: &'a TaskEnvelope) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            let task_lease = Duration::from_secs(task.limits.timeout_seconds) + LEASE_GRACE;
-            let lease_ms = self.lease_timeout.max(task_lease).as_millis() as i64;
+            // Saturating: a task's timeout is the sender's number, and no number may overflow (or wrap into a
+            // short lease that lets a second worker take a running task).
+            let task_lease = Duration::from_secs(task.limits.timeout_seconds).saturating_add(LEASE_GRACE);
+            let lease = self.lease_timeout.max(task_lease).min(LONGEST_LEASE);
+            let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
             sqlx::query(
                 "INSERT INTO queue_tasks (task_id, envelope, status, attempts, max_attempts, lease_ms, created_at, route)
                  VALUES (?1, ?2, 'pending', 0, ?3, ?4, ?5, ?6)",

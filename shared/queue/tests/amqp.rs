@@ -271,11 +271,9 @@ async fn garbage_on_the_queue_is_dead_lettered_and_the_worker_goes_on() {
 
     let claimed = claim(&worker).await;
     assert_eq!(claimed.envelope.task_id, "good", "the worker skips the garbage and keeps working");
-    for expected in ["bad", "worse"] {
-        let event = next(&orchestrator).await;
-        assert_eq!(event.task_id, expected);
-        assert!(event.is_terminal());
-    }
+    // Unsigned, so not ours: nothing is reported for the ids it names (a forger could fail real tasks so).
+    let silent = tokio::time::timeout(Duration::from_millis(500), orchestrator.next_event()).await;
+    assert!(silent.is_err(), "no event for unsigned garbage: {silent:?}");
     let dead = channel
         .queue_declare(
             format!("{}.dead", settings.queue_name).as_str().into(),

@@ -1,11 +1,15 @@
 //! How minibot opens a SQLite database. [`open_pool`] owns the one set-up every database shares: the file and
-//! its folder are created when missing, the journal is WAL with `synchronous = NORMAL` (a commit survives a
+//! its folder are created when missing, private to this account (the folder 0700, the file 0600 before SQLite
+//! first opens it, so its `-wal` and `-shm` journals, which SQLite creates with the database's mode, are 0600
+//! too; see [`private_fs`]), the journal is WAL with `synchronous = NORMAL` (a commit survives a
 //! process crash, and readers never block the writer), and a 10 s busy timeout lets the orchestrator and local
 //! workers write the same file. The task queue (`minibot-queue`) and the store (`minibot-store`) both open
 //! their pools here, so the two cannot drift apart.
 //!
 //! Close a pool ([`SqlitePool::close`]) before the tokio runtime stops: sqlx hands a dropped connection back
 //! to its pool on a spawned task, which panics once the runtime is gone.
+
+pub mod private_fs;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 use std::path::{Path, PathBuf};
@@ -18,6 +22,8 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 pub enum Error {
     #[error("cannot create the folder for {path}: {source}")]
     CreateDir { path: PathBuf, source: std::io::Error },
+    #[error("cannot create database {path}: {source}")]
+    CreateFile { path: PathBuf, source: std::io::Error },
     #[error("cannot open database {path}: {source}")]
     Open { path: PathBuf, source: sqlx::Error },
 }
@@ -29,9 +35,7 @@ const CACHE_KIB: u32 = 256;
 
 /// A WAL-mode pool of at most `max_connections` on `path`, creating the file and its folder when missing.
 pub async fn open_pool(path: &Path, max_connections: u32) -> Result<SqlitePool> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|source| Error::CreateDir { path: path.to_path_buf(), source })?;
-    }
+    prepare_files(path)?;
     let options = SqliteConnectOptions::new()
         .filename(path)
         .create_if_missing(true)
@@ -46,6 +50,40 @@ pub async fn open_pool(path: &Path, max_connections: u32) -> Result<SqlitePool> 
         .connect_with(options)
         .await
         .map_err(|source| Error::Open { path: path.to_path_buf(), source })
+}
+
+/// The journals SQLite keeps next to a database, by suffix.
+const JOURNAL_SUFFIXES: [&str; 3] = ["-wal", "-shm", "-journal"];
+
+/// Makes the database's folder (0700) and the file (0600) when missing, and narrows an existing database and
+/// its journals that the group or others can read: they are ours, and they hold the transcripts.
+fn prepare_files(path: &Path) -> Result<()> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        private_fs::create_dir_all(parent).map_err(|source| Error::CreateDir { path: path.to_path_buf(), source })?;
+    }
+    private_fs::create_file(path).map_err(|source| Error::CreateFile { path: path.to_path_buf(), source })?;
+    let journals = JOURNAL_SUFFIXES.iter().map(|suffix| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        PathBuf::from(name)
+    });
+    for file in std::iter::once(path.to_path_buf()).chain(journals) {
+        match private_fs::tighten(&file) {
+            Ok(None) => {}
+            Ok(Some(old)) => tracing::info!(
+                path = %file.display(),
+                old_mode = format!("{old:o}"),
+                new_mode = format!("{:o}", old & !0o077),
+                "made a database file private: the group and others could read it"
+            ),
+            Err(error) => tracing::warn!(
+                path = %file.display(),
+                %error,
+                "cannot make a database file private; the group or others can read it"
+            ),
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -63,6 +101,68 @@ mod tests {
         assert_eq!(synchronous, 1, "NORMAL");
         pool.close().await;
         assert!(path.exists());
+    }
+
+    /// Set in the child that [`under_umask_022`] starts.
+    const UMASK_CHILD: &str = "MINIBOT_SQLITE_TEST_UMASK_CHILD";
+
+    /// Runs the test `name` of this binary again in a child process under umask 022 and asserts it passed: the
+    /// umask belongs to the whole process, so one test cannot change it for itself here. Returns whether the
+    /// caller is that child (and should do the work).
+    fn under_umask_022(name: &str) -> bool {
+        if std::env::var_os(UMASK_CHILD).is_some() {
+            let status = std::fs::read_to_string("/proc/self/status").unwrap();
+            assert!(status.lines().any(|l| l.starts_with("Umask:") && l.ends_with("0022")), "{status}");
+            return true;
+        }
+        let output = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("umask 022 && exec \"$0\" \"$@\"")
+            .arg(std::env::current_exe().unwrap())
+            .args(["--exact", name, "--nocapture", "--test-threads=1"])
+            .env(UMASK_CHILD, "1")
+            .output()
+            .unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        assert!(output.status.success(), "{text}");
+        assert!(text.contains("1 passed"), "the child ran the test: {text}");
+        false
+    }
+
+    #[tokio::test]
+    async fn the_folder_the_database_and_its_journals_are_private_under_umask_022() {
+        if !under_umask_022("tests::the_folder_the_database_and_its_journals_are_private_under_umask_022") {
+            return;
+        }
+        use private_fs::tests::mode;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data/minibot.db");
+        let pool = open_pool(&path, 2).await.unwrap();
+        sqlx::raw_sql("CREATE TABLE t (x TEXT); INSERT INTO t VALUES ('transcript')").execute(&pool).await.unwrap();
+        assert_eq!(mode(&dir.path().join("data")), "700");
+        // While the pool is open SQLite keeps both journals; it makes them with the database's own mode.
+        for file in ["minibot.db", "minibot.db-wal", "minibot.db-shm"] {
+            assert_eq!(mode(&dir.path().join("data").join(file)), "600", "{file}");
+        }
+        pool.close().await;
+
+        // A file that SQLite made under umask 022 before this version (0644), and its journals, are narrowed.
+        let old = dir.path().join("old.db");
+        let pool = SqlitePoolOptions::new()
+            .connect_with(
+                SqliteConnectOptions::new().filename(&old).create_if_missing(true).journal_mode(SqliteJournalMode::Wal),
+            )
+            .await
+            .unwrap();
+        sqlx::raw_sql("CREATE TABLE t (x TEXT)").execute(&pool).await.unwrap();
+        assert_eq!(mode(&old), "644", "what SQLite does on its own under umask 022");
+        assert_eq!(mode(&dir.path().join("old.db-wal")), "644");
+        let reopened = open_pool(&old, 1).await.unwrap();
+        for file in ["old.db", "old.db-wal", "old.db-shm"] {
+            assert_eq!(mode(&dir.path().join(file)), "600", "{file}");
+        }
+        reopened.close().await;
+        pool.close().await;
     }
 
     #[tokio::test]

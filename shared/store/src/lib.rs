@@ -14,7 +14,7 @@ mod transcripts;
 pub use channel_updates::PendingWrite;
 pub use minibot_protocol::{Delivery, TaskStatus, TaskUsage};
 pub use pending::PendingTurn;
-pub use tasks::{Applied, Ending, Lookup, NewTask, TaskRecord, TaskStore};
+pub use tasks::{Applied, Attempt, Ending, Lookup, NewTask, TaskRecord, TaskStore};
 pub use transcripts::{Role, StoredMessage};
 
 use minibot_vault::Redactor;

@@ -2,6 +2,13 @@
 //! events are applied idempotently: a terminal status is final (the first terminal event wins) and events of
 //! a task that already ended change nothing.
 //!
+//! An attempt belongs to one worker. The first event of an attempt (`started`, or whichever comes first when a
+//! quick task ends before it says it started) binds the attempt to the worker that sent it; events of that
+//! attempt from any other worker id are refused ([`Applied::NotHolder`]), and events of an attempt older than
+//! the record's current one are refused too ([`Applied::Superseded`]), so neither can overwrite the state or
+//! the result of the attempt that holds the task. A newer attempt binds its own worker: the queue hands a task
+//! out again only once the previous holder lost it (it died, its lease expired, its connection dropped).
+//!
 //! Statuses and deliveries are stored as their names ([`TaskStatus::as_str`], [`Delivery::as_str`]); a row
 //! whose name this version does not know reads as [`StoreError::BadTaskRow`]. The SQL spells the open
 //! statuses (`'pending', 'running'`) and the terminal ones itself, in the same names.
@@ -12,10 +19,16 @@ use minibot_vault::Redactor;
 use serde_json::{Value, json};
 use sqlx::Row;
 use sqlx::sqlite::{SqlitePool, SqliteRow};
+use std::borrow::Cow;
 use std::path::Path;
 
 /// Events kept per task; older ones are dropped.
 pub const MAX_EVENTS_PER_TASK: i64 = 100;
+
+/// Longest result or error text kept for a task, in bytes. A worker's text is model output and far shorter in
+/// practice; a longer one (a runaway or hostile worker) is cut at a character boundary, and the kept text ends
+/// with a line that says so. The chat shows much less ([`TaskRecord::result_text`] is what `get_task` reads).
+pub const MAX_STORED_TEXT_BYTES: usize = 1024 * 1024;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewTask {
@@ -63,6 +76,9 @@ pub struct TaskRecord {
     /// The worker that started the latest attempt, and its host when it had announced itself.
     pub worker_id: Option<String>,
     pub worker_host: Option<String>,
+    /// Whether the user or the main agent asked for the task's cancel (`cancel_task`): a task that ended
+    /// `cancelled` without it was stopped by someone else.
+    pub cancel_requested: bool,
     pub model_overrides: Value,
     pub started_at: Option<String>,
     pub completed_at: Option<String>,
@@ -99,11 +115,28 @@ impl<'a> Ending<'a> {
     }
 }
 
+/// One attempt of a task as a worker's event names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attempt<'a> {
+    pub number: u32,
+    pub worker_id: &'a str,
+    /// Where the worker runs, when it announced itself.
+    pub host: Option<&'a str>,
+}
+
 /// What applying an event did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Applied {
-    /// The event was stale or repeated; nothing changed.
+    /// The event was repeated, or its task ended or is unknown; nothing changed.
     Ignored,
+    /// The event's attempt is held by another worker (`holder`); nothing changed.
+    NotHolder {
+        holder: String,
+    },
+    /// The event is of an attempt older than the record's `current` one; nothing changed.
+    Superseded {
+        current: u32,
+    },
     Updated(TaskRecord),
     /// This event ended the task.
     Finished(TaskRecord),
@@ -159,6 +192,7 @@ fn row_to_record(row: &SqliteRow) -> Result<TaskRecord> {
         usage,
         worker_id: row.try_get("worker_id")?,
         worker_host: row.try_get("worker_host")?,
+        cancel_requested: row.try_get::<Option<String>, _>("cancel_requested_at")?.is_some(),
         model_overrides: json("model_overrides")?,
         started_at: row.try_get("started_at")?,
         completed_at: row.try_get("completed_at")?,
@@ -166,6 +200,53 @@ fn row_to_record(row: &SqliteRow) -> Result<TaskRecord> {
         updated_at: row.try_get("updated_at")?,
         id,
     })
+}
+
+/// The SQL condition under which an event of attempt `$attempt` from worker `$worker` (both SQL parameters)
+/// may change a task's row: it is of a newer attempt, or of the current one and from the worker that holds it
+/// (or the first event of it). `attempts` and `worker_id` are the row's current attempt and its holder. A macro
+/// so the statements stay literal SQL.
+macro_rules! held_by {
+    ($attempt:literal, $worker:literal) => {
+        concat!(
+            "(",
+            $attempt,
+            " > attempts OR (",
+            $attempt,
+            " = attempts AND (worker_id IS NULL OR worker_id = ",
+            $worker,
+            ")))"
+        )
+    };
+}
+
+/// The SQL value of `worker_host` when worker `$worker` (SQL parameter, with its announced `$host`) holds the
+/// row: the host it names, else the one known if it already held the row, else unknown.
+macro_rules! host_of {
+    ($worker:literal, $host:literal) => {
+        concat!(
+            "CASE WHEN ",
+            $host,
+            " IS NOT NULL THEN ",
+            $host,
+            " WHEN worker_id = ",
+            $worker,
+            " THEN worker_host END"
+        )
+    };
+}
+
+/// `text` as stored: at most [`MAX_STORED_TEXT_BYTES`], cut at a character boundary with a line saying so.
+fn capped(text: Cow<'_, str>) -> Cow<'_, str> {
+    if text.len() <= MAX_STORED_TEXT_BYTES {
+        return text;
+    }
+    let cut = text.floor_char_boundary(MAX_STORED_TEXT_BYTES);
+    Cow::Owned(format!(
+        "{}\n\n[cut: the text was {} bytes; the task store keeps the first {MAX_STORED_TEXT_BYTES} bytes]",
+        &text[..cut],
+        text.len()
+    ))
 }
 
 fn rows_to_records(rows: &[SqliteRow]) -> Result<Vec<TaskRecord>> {
@@ -333,43 +414,118 @@ impl TaskStore {
         Ok(done.rows_affected())
     }
 
-    /// A worker started an attempt; `host` is where it runs, when it announced itself.
-    pub async fn started(&self, task_id: &str, attempt: u32, worker_id: &str, host: Option<&str>) -> Result<Applied> {
+    /// A worker started an attempt; `attempt.host` is where it runs, when it announced itself.
+    pub async fn started(&self, task_id: &str, attempt: &Attempt<'_>) -> Result<Applied> {
         let now = now();
-        let row = sqlx::query(
-            "UPDATE tasks SET status = 'running', attempts = MAX(attempts, ?2), started_at = COALESCE(started_at, ?3),
-                 updated_at = ?3, worker_id = ?4, worker_host = ?5
-             WHERE id = ?1 AND status IN ('pending', 'running') RETURNING *",
-        )
+        let row = sqlx::query(concat!(
+            "UPDATE tasks SET status = 'running', attempts = MAX(attempts, ?2),
+                 started_at = COALESCE(started_at, ?3), updated_at = ?3, worker_host = ",
+            host_of!("?4", "?5"),
+            ", worker_id = ?4 WHERE id = ?1 AND status IN ('pending', 'running') AND ",
+            held_by!("?2", "?4"),
+            " RETURNING *"
+        ))
         .bind(task_id)
-        .bind(i64::from(attempt))
+        .bind(i64::from(attempt.number))
         .bind(&now)
-        .bind(worker_id)
-        .bind(host)
+        .bind(attempt.worker_id)
+        .bind(attempt.host)
         .fetch_optional(&self.pool)
         .await?;
-        let Some(row) = row else { return Ok(Applied::Ignored) };
-        self.add_event(task_id, "running", &json!({ "attempt": attempt, "worker_id": worker_id })).await?;
+        let Some(row) = row else { return self.not_applied(task_id, attempt.number, attempt.worker_id).await };
+        let payload = json!({ "attempt": attempt.number, "worker_id": attempt.worker_id });
+        self.add_event(task_id, "running", &payload).await?;
         Ok(Applied::Updated(row_to_record(&row)?))
     }
 
-    pub async fn progress(&self, task_id: &str, attempt: u32, progress: &Value) -> Result<Applied> {
-        let row = sqlx::query(
-            "UPDATE tasks SET progress = ?2, attempts = MAX(attempts, ?3), updated_at = ?4
-             WHERE id = ?1 AND status IN ('pending', 'running') RETURNING *",
-        )
+    pub async fn progress(&self, task_id: &str, attempt: &Attempt<'_>, progress: &Value) -> Result<Applied> {
+        let row = sqlx::query(concat!(
+            "UPDATE tasks SET progress = ?2, attempts = MAX(attempts, ?3), updated_at = ?4, worker_host = ",
+            host_of!("?5", "?6"),
+            ", worker_id = ?5 WHERE id = ?1 AND status IN ('pending', 'running') AND ",
+            held_by!("?3", "?5"),
+            " RETURNING *"
+        ))
         .bind(task_id)
         .bind(self.redact_json(progress))
-        .bind(i64::from(attempt))
+        .bind(i64::from(attempt.number))
         .bind(now())
+        .bind(attempt.worker_id)
+        .bind(attempt.host)
         .fetch_optional(&self.pool)
         .await?;
-        let Some(row) = row else { return Ok(Applied::Ignored) };
+        let Some(row) = row else { return self.not_applied(task_id, attempt.number, attempt.worker_id).await };
         self.add_event(task_id, "progress", progress).await?;
         Ok(Applied::Updated(row_to_record(&row)?))
     }
 
-    /// Ends the task unless it already ended. `ending.status` must be terminal.
+    /// Binds an attempt to its worker for an event that changes nothing else (an approval question, which may be
+    /// the first event of a quick attempt): `Updated` when the worker holds the attempt (now), `Ignored` when
+    /// the task ended or is unknown.
+    pub async fn hold(&self, task_id: &str, attempt: &Attempt<'_>) -> Result<Applied> {
+        let row = sqlx::query(concat!(
+            "UPDATE tasks SET attempts = MAX(attempts, ?2), updated_at = ?3, worker_host = ",
+            host_of!("?4", "?5"),
+            ", worker_id = ?4 WHERE id = ?1 AND status IN ('pending', 'running') AND ",
+            held_by!("?2", "?4"),
+            " RETURNING *"
+        ))
+        .bind(task_id)
+        .bind(i64::from(attempt.number))
+        .bind(now())
+        .bind(attempt.worker_id)
+        .bind(attempt.host)
+        .fetch_optional(&self.pool)
+        .await?;
+        match row {
+            Some(row) => Ok(Applied::Updated(row_to_record(&row)?)),
+            None => self.not_applied(task_id, attempt.number, attempt.worker_id).await,
+        }
+    }
+
+    /// Why a worker's event changed nothing: the task ended (or is unknown), the attempt is older than the
+    /// record's, or another worker holds it. Read after the fact, for the log; the guarded update decided.
+    async fn not_applied(&self, task_id: &str, attempt: u32, worker_id: &str) -> Result<Applied> {
+        let Some(record) = self.get(task_id).await? else { return Ok(Applied::Ignored) };
+        if record.is_terminal() {
+            return Ok(Applied::Ignored);
+        }
+        if attempt < record.attempts {
+            return Ok(Applied::Superseded { current: record.attempts });
+        }
+        Ok(match record.worker_id {
+            Some(holder) if holder != worker_id => Applied::NotHolder { holder },
+            _ => Applied::Ignored,
+        })
+    }
+
+    /// Notes that the user or the main agent asked to cancel the task (before the cancel is sent, so a worker's
+    /// report of it, however quick, is known as asked for). Nothing happens to a task that already ended.
+    pub async fn request_cancel(&self, task_id: &str) -> Result<()> {
+        sqlx::query(
+            "UPDATE tasks SET cancel_requested_at = COALESCE(cancel_requested_at, ?2)
+             WHERE id = ?1 AND status IN ('pending', 'running')",
+        )
+        .bind(task_id)
+        .bind(now())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Takes back [`Self::request_cancel`] when the cancel could not be sent: the task keeps running, and a
+    /// cancel that comes anyway was not asked for.
+    pub async fn withdraw_cancel(&self, task_id: &str) -> Result<()> {
+        sqlx::query("UPDATE tasks SET cancel_requested_at = NULL WHERE id = ?1 AND status IN ('pending', 'running')")
+            .bind(task_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Ends the task unless it already ended. `ending.status` must be terminal. An ending a worker reported
+    /// (`ending.worker_id` set) applies only from the worker that holds `attempt` (or to a newer attempt); the
+    /// orchestrator's own endings (a cancel, a timeout) apply to whatever attempt runs.
     pub async fn finish(&self, task_id: &str, attempt: u32, ending: &Ending<'_>) -> Result<Applied> {
         self.finish_guarded(task_id, attempt, ending, None).await
     }
@@ -391,20 +547,25 @@ impl TaskStore {
         debug_assert!(ending.status.is_terminal(), "a task ends in a terminal status, not {}", ending.status);
         let now = now();
         let usage = ending.usage;
-        let row = sqlx::query(
+        let row = sqlx::query(concat!(
             "UPDATE tasks SET status = ?2, stop_reason = ?3, result_text = ?4, last_error = ?5,
                  attempts = MAX(attempts, ?6), completed_at = ?7, updated_at = ?7,
                  steps = ?8, tool_calls = ?9, total_tokens = ?10,
+                 worker_host = CASE WHEN ?12 IS NULL THEN worker_host ELSE ",
+            host_of!("?12", "?13"),
+            " END,
                  worker_id = COALESCE(?12, worker_id),
-                 worker_host = CASE WHEN ?12 IS NULL THEN worker_host ELSE ?13 END,
                  started_at = CASE WHEN ?12 IS NULL THEN started_at ELSE COALESCE(started_at, ?7) END
-             WHERE id = ?1 AND status IN ('pending', 'running') AND (?11 IS NULL OR updated_at = ?11) RETURNING *",
-        )
+             WHERE id = ?1 AND status IN ('pending', 'running') AND (?11 IS NULL OR updated_at = ?11)
+                 AND (?12 IS NULL OR ",
+            held_by!("?6", "?12"),
+            ") RETURNING *"
+        ))
         .bind(task_id)
         .bind(ending.status.as_str())
         .bind(ending.stop_reason)
-        .bind(ending.text.map(|text| self.redactor.redact(text)))
-        .bind(ending.error.map(|error| self.redactor.redact(error)))
+        .bind(ending.text.map(|text| capped(self.redactor.redact(text))))
+        .bind(ending.error.map(|error| capped(self.redactor.redact(error))))
         .bind(i64::from(attempt))
         .bind(&now)
         .bind(usage.map(|u| i64::from(u.steps)))
@@ -415,7 +576,12 @@ impl TaskStore {
         .bind(ending.worker_host)
         .fetch_optional(&self.pool)
         .await?;
-        let Some(row) = row else { return Ok(Applied::Ignored) };
+        let Some(row) = row else {
+            return match ending.worker_id {
+                Some(worker_id) => self.not_applied(task_id, attempt, worker_id).await,
+                None => Ok(Applied::Ignored),
+            };
+        };
         let payload = json!({ "stop_reason": ending.stop_reason, "attempt": attempt });
         self.add_event(task_id, ending.status.as_str(), &payload).await?;
         Ok(Applied::Finished(row_to_record(&row)?))

@@ -99,7 +99,7 @@ mod tasks {
     //! Task records against a real SQLite file.
 
     use minibot_store::{
-        Applied, Delivery, Ending, Lookup, NewTask, StoreError, TaskRecord, TaskStatus, TaskStore, TaskUsage,
+        Applied, Attempt, Delivery, Ending, Lookup, NewTask, StoreError, TaskRecord, TaskStatus, TaskStore, TaskUsage,
     };
     use serde_json::json;
 
@@ -128,6 +128,16 @@ mod tasks {
         }
     }
 
+    /// Attempt `number` as worker `worker_id` on host `gpu-box` reports it.
+    fn by(worker_id: &str, number: u32) -> Attempt<'_> {
+        Attempt { number, worker_id, host: Some("gpu-box") }
+    }
+
+    /// A worker's report that it finished with `text`.
+    fn done_by<'a>(worker_id: &'a str, text: &'a str) -> Ending<'a> {
+        Ending { text: Some(text), worker_id: Some(worker_id), ..Ending::new(TaskStatus::Done, "completed") }
+    }
+
     fn finished(applied: Applied) -> TaskRecord {
         match applied {
             Applied::Finished(record) => record,
@@ -142,7 +152,7 @@ mod tasks {
         store.create(&new_task("aaaaaaaa-1", Delivery::Delegate)).await.unwrap();
         let created = store.get("aaaaaaaa-1").await.unwrap().unwrap();
         assert_eq!((created.status, created.delivery, created.usage), (TaskStatus::Pending, Delivery::Delegate, None));
-        let Applied::Updated(running) = store.started("aaaaaaaa-1", 1, "w1", Some("gpu-box")).await.unwrap() else {
+        let Applied::Updated(running) = store.started("aaaaaaaa-1", &by("w1", 1)).await.unwrap() else {
             panic!("the start is applied")
         };
         assert_eq!((running.worker_id.as_deref(), running.worker_host.as_deref()), (Some("w1"), Some("gpu-box")));
@@ -230,5 +240,132 @@ mod tasks {
         // Other tasks still read.
         store.create(&new_task("dddddddd-1", Delivery::Spawn)).await.unwrap();
         assert!(matches!(store.find("primary", "dddddddd-1").await.unwrap(), Lookup::Found(_)));
+    }
+
+    #[tokio::test]
+    async fn an_attempt_takes_events_only_from_the_worker_that_started_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir).await;
+        store.create(&new_task("ffffffff-1", Delivery::Spawn)).await.unwrap();
+        assert!(matches!(store.started("ffffffff-1", &by("w-a", 1)).await.unwrap(), Applied::Updated(_)));
+        let before = store.get("ffffffff-1").await.unwrap().unwrap();
+
+        let refused = Applied::NotHolder { holder: "w-a".into() };
+        assert_eq!(store.started("ffffffff-1", &by("w-b", 1)).await.unwrap(), refused);
+        assert_eq!(store.progress("ffffffff-1", &by("w-b", 1), &json!({ "step": 9 })).await.unwrap(), refused);
+        assert_eq!(store.hold("ffffffff-1", &by("w-b", 1)).await.unwrap(), refused);
+        assert_eq!(store.finish("ffffffff-1", 1, &done_by("w-b", "forged")).await.unwrap(), refused);
+        assert_eq!(store.get("ffffffff-1").await.unwrap().unwrap(), before, "nothing of B's reached the record");
+
+        assert!(matches!(
+            store.progress("ffffffff-1", &by("w-a", 1), &json!({ "step": 1 })).await.unwrap(),
+            Applied::Updated(_)
+        ));
+        let record = finished(store.finish("ffffffff-1", 1, &done_by("w-a", "the real answer")).await.unwrap());
+        assert_eq!(record.result_text.as_deref(), Some("the real answer"));
+        assert_eq!((record.worker_id.as_deref(), record.worker_host.as_deref()), (Some("w-a"), Some("gpu-box")));
+        let events: Vec<String> = store.events("ffffffff-1").await.unwrap().into_iter().map(|e| e.0).collect();
+        assert_eq!(events, ["queued", "running", "progress", "done"], "refused events leave no trace");
+    }
+
+    #[tokio::test]
+    async fn a_quick_tasks_first_event_binds_its_attempt() {
+        // The worker says it started only after 250 ms: a quicker task's first event is its result, or its
+        // first progress.
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir).await;
+        store.create(&new_task("ffffffff-2", Delivery::Spawn)).await.unwrap();
+        let record = finished(store.finish("ffffffff-2", 1, &done_by("w-a", "quick")).await.unwrap());
+        assert_eq!((record.worker_id.as_deref(), record.attempts), (Some("w-a"), 1));
+        assert_eq!(store.finish("ffffffff-2", 1, &done_by("w-b", "forged")).await.unwrap(), Applied::Ignored);
+
+        store.create(&new_task("ffffffff-3", Delivery::Spawn)).await.unwrap();
+        let Applied::Updated(bound) = store.progress("ffffffff-3", &by("w-a", 1), &json!({})).await.unwrap() else {
+            panic!("the first progress is applied")
+        };
+        assert_eq!((bound.worker_id.as_deref(), bound.status), (Some("w-a"), TaskStatus::Pending));
+        let refused = store.finish("ffffffff-3", 1, &done_by("w-b", "forged")).await.unwrap();
+        assert_eq!(refused, Applied::NotHolder { holder: "w-a".into() });
+
+        // An approval question may come first too.
+        store.create(&new_task("ffffffff-4", Delivery::Spawn)).await.unwrap();
+        assert!(matches!(store.hold("ffffffff-4", &by("w-a", 1)).await.unwrap(), Applied::Updated(_)));
+        assert!(matches!(store.started("ffffffff-4", &by("w-b", 1)).await.unwrap(), Applied::NotHolder { .. }));
+    }
+
+    #[tokio::test]
+    async fn an_older_attempt_cannot_overwrite_a_newer_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir).await;
+        store.create(&new_task("ffffffff-5", Delivery::Spawn)).await.unwrap();
+        assert!(matches!(store.started("ffffffff-5", &by("w-a", 1)).await.unwrap(), Applied::Updated(_)));
+        // A lost its claim; the queue handed the task to B as attempt 2.
+        let second = Attempt { number: 2, worker_id: "w-b", host: None };
+        let Applied::Updated(taken) = store.started("ffffffff-5", &second).await.unwrap() else {
+            panic!("a newer attempt takes the task over")
+        };
+        assert_eq!((taken.worker_id.as_deref(), taken.worker_host.as_deref(), taken.attempts), (Some("w-b"), None, 2));
+
+        let stale = Applied::Superseded { current: 2 };
+        assert_eq!(store.started("ffffffff-5", &by("w-a", 1)).await.unwrap(), stale);
+        assert_eq!(store.progress("ffffffff-5", &by("w-a", 1), &json!({ "step": 7 })).await.unwrap(), stale);
+        assert_eq!(store.finish("ffffffff-5", 1, &done_by("w-a", "old")).await.unwrap(), stale);
+        assert_eq!(store.get("ffffffff-5").await.unwrap().unwrap(), taken, "attempt 1 changed nothing");
+        let record = finished(store.finish("ffffffff-5", 2, &done_by("w-b", "new")).await.unwrap());
+        assert_eq!((record.result_text.as_deref(), record.worker_id.as_deref()), (Some("new"), Some("w-b")));
+
+        // The orchestrator's own ending (a cancel, read at an older attempt) applies to whatever attempt runs.
+        store.create(&new_task("ffffffff-6", Delivery::Spawn)).await.unwrap();
+        store.started("ffffffff-6", &by("w-a", 2)).await.unwrap();
+        let record =
+            finished(store.finish("ffffffff-6", 1, &Ending::new(TaskStatus::Cancelled, "cancelled")).await.unwrap());
+        assert_eq!((record.attempts, record.worker_id.as_deref()), (2, Some("w-a")));
+    }
+
+    #[tokio::test]
+    async fn a_cancel_asked_for_is_noted_and_one_that_was_not_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir).await;
+        let cancel = |worker_id| Ending { worker_id, ..Ending::new(TaskStatus::Cancelled, "cancelled") };
+        store.create(&new_task("abababab-1", Delivery::Spawn)).await.unwrap();
+        store.started("abababab-1", &by("w-a", 1)).await.unwrap();
+        store.request_cancel("abababab-1").await.unwrap();
+        let record = finished(store.finish("abababab-1", 1, &cancel(Some("w-a"))).await.unwrap());
+        assert!(record.cancel_requested, "the worker's report of a cancel the user asked for");
+
+        store.create(&new_task("abababab-2", Delivery::Spawn)).await.unwrap();
+        store.started("abababab-2", &by("w-a", 1)).await.unwrap();
+        store.request_cancel("abababab-2").await.unwrap();
+        // The cancel could not be sent: the task keeps running, and a cancel that comes anyway was not asked for.
+        store.withdraw_cancel("abababab-2").await.unwrap();
+        let record = finished(store.finish("abababab-2", 1, &cancel(Some("w-a"))).await.unwrap());
+        assert!(!record.cancel_requested);
+
+        // Asking after the end changes nothing.
+        store.request_cancel("abababab-2").await.unwrap();
+        assert!(!store.get("abababab-2").await.unwrap().unwrap().cancel_requested);
+    }
+
+    #[tokio::test]
+    async fn a_result_past_the_stored_bound_is_cut_at_a_character_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir).await;
+        store.create(&new_task("cdcdcdcd-1", Delivery::Spawn)).await.unwrap();
+        // Three-byte characters, so the bound falls inside one.
+        let text = "€".repeat(minibot_store::tasks::MAX_STORED_TEXT_BYTES / 3 + 10);
+        let record = finished(store.finish("cdcdcdcd-1", 1, &done_by("w-a", &text)).await.unwrap());
+        let stored = record.result_text.unwrap();
+        let (kept, note) = stored.split_once("\n\n").unwrap();
+        assert!(kept.len() <= minibot_store::tasks::MAX_STORED_TEXT_BYTES && kept.chars().all(|c| c == '€'));
+        assert_eq!(kept.chars().count(), minibot_store::tasks::MAX_STORED_TEXT_BYTES / 3);
+        assert_eq!(
+            note,
+            format!("[cut: the text was {} bytes; the task store keeps the first 1048576 bytes]", text.len())
+        );
+        // A text within the bound is kept whole.
+        store.create(&new_task("cdcdcdcd-2", Delivery::Spawn)).await.unwrap();
+        let whole = "x".repeat(minibot_store::tasks::MAX_STORED_TEXT_BYTES);
+        let record = finished(store.finish("cdcdcdcd-2", 1, &done_by("w-a", &whole)).await.unwrap());
+        assert_eq!(record.result_text.as_deref(), Some(whole.as_str()));
     }
 }

@@ -1,6 +1,7 @@
 //! Shared setup: a config pointing at the scripted model, the queue's two sides on one file, and a running task.
 
 mod approvals;
+mod hostile;
 mod progress;
 
 use minibot_config::Config;
@@ -38,29 +39,46 @@ impl Setup {
 
     /// Queues a generic task with this prompt and has the worker claim and run it in the background.
     pub async fn run(&self, prompt: &str, timeout_seconds: u64) -> tokio::task::JoinHandle<()> {
-        let envelope = TaskEnvelope {
-            version: PROTOCOL_VERSION,
-            task_id: "t1".into(),
-            agent_name: None,
-            prompt: prompt.into(),
-            context_json: None,
-            model_overrides: ModelOverrides::default(),
-            limits: TaskLimits { timeout_seconds, max_steps: None, max_tool_calls: None },
-            owner_id: "primary".into(),
-            channel: "test".into(),
-            chat_id: Some(1),
-            user_id: Some(7),
-            max_attempts: 1,
-            agent_hash: None,
-            requires: Vec::new(),
-        };
-        self.orchestrator.publish(&envelope).await.unwrap();
+        self.orchestrator.publish(&envelope("t1", prompt, timeout_seconds)).await.unwrap();
         let queue: Arc<dyn WorkQueue> = self.worker_queue.clone();
         let worker = Worker::new(self.config.clone(), queue.clone(), "w1");
         tokio::spawn(async move {
             let task = queue.claim().await.unwrap();
             worker.run_task(&task).await.unwrap();
         })
+    }
+
+    /// Runs the worker's claim loop in the background, as `minibot-worker` does, over the worker's side of the
+    /// queue as `through` wraps it. It ends only when its queue fails.
+    pub fn serve(
+        &self,
+        through: impl FnOnce(Arc<dyn WorkQueue>) -> Arc<dyn WorkQueue>,
+    ) -> tokio::task::JoinHandle<Result<(), minibot_queue::QueueError>> {
+        let queue = through(self.worker_queue.clone());
+        let worker = Worker::new(self.config.clone(), queue, "w1");
+        tokio::spawn(async move { worker.run().await })
+    }
+
+    /// The terminal events of `count` tasks, by task id.
+    pub async fn endings(&self, count: usize) -> std::collections::HashMap<String, WorkerEvent> {
+        let mut endings = std::collections::HashMap::new();
+        while endings.len() < count {
+            let event = self.next_event().await;
+            if event.is_terminal() {
+                endings.insert(event.task_id.clone(), event);
+            }
+        }
+        endings
+    }
+
+    /// Waits until the queue holds no task: every claimed one was settled, none goes back to be run again.
+    pub async fn settled(&self) {
+        let empty = async {
+            while self.orchestrator.depth().await.unwrap() > 0 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), empty).await.expect("the queue still holds tasks");
     }
 
     /// The next event of the task, acknowledged.
@@ -87,6 +105,26 @@ impl Setup {
     pub async fn close(&self) {
         self.orchestrator.close().await;
         self.worker_queue.close().await;
+    }
+}
+
+/// A generic task as an orchestrator queues it.
+pub fn envelope(task_id: &str, prompt: &str, timeout_seconds: u64) -> TaskEnvelope {
+    TaskEnvelope {
+        version: PROTOCOL_VERSION,
+        task_id: task_id.into(),
+        agent_name: None,
+        prompt: prompt.into(),
+        context_json: None,
+        model_overrides: ModelOverrides::default(),
+        limits: TaskLimits { timeout_seconds, max_steps: None, max_tool_calls: None },
+        owner_id: "primary".into(),
+        channel: "test".into(),
+        chat_id: Some(1),
+        user_id: Some(7),
+        max_attempts: 1,
+        agent_hash: None,
+        requires: Vec::new(),
     }
 }
 

@@ -20,6 +20,10 @@ const MAX_PHOTO_UPLOAD_BYTES: u64 = 10_000_000;
 /// The Bot API takes uploads up to 50 MB.
 const MAX_DOCUMENT_UPLOAD_BYTES: u64 = 50_000_000;
 const PHOTO_EXTENSIONS: &[&str] = &["jpg", "jpeg", "png", "webp"];
+/// Most messages one answer becomes in a chat: past this, the first ones go out and the last says the rest was
+/// cut (a task's says `get_task` reads all of it). About 30 000 characters; a 1 MiB answer once became 289
+/// messages.
+pub const MAX_PARTS_PER_ANSWER: usize = 8;
 
 /// How a part is marked up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -201,13 +205,14 @@ fn parse_mode(markup: Markup) -> Option<ParseMode> {
     }
 }
 
-/// The parts of an answer: markdown rendered and split by [`markdown`], HTML and errors split as they are.
+/// The parts of an answer: markdown rendered and split by [`markdown`], HTML and errors split as they are; at
+/// most [`MAX_PARTS_PER_ANSWER`].
 fn parts(message: &Outbound) -> Vec<Part> {
     let limit = markdown::MAX_MESSAGE_CHARS;
     if message.text.trim().is_empty() {
         return Vec::new();
     }
-    match (message.kind, message.is_error) {
+    let parts = match (message.kind, message.is_error) {
         (ReplyKind::Markdown, false) => markdown::split_markdown(&message.text)
             .into_iter()
             .map(|(source, text)| Part { text, source, markup: Markup::MarkdownV2 })
@@ -220,5 +225,65 @@ fn parts(message: &Outbound) -> Vec<Part> {
             .into_iter()
             .map(|text| Part { source: text.clone(), text, markup: Markup::Plain })
             .collect(),
+    };
+    at_most(parts, message)
+}
+
+/// The first [`MAX_PARTS_PER_ANSWER`] - 1 parts and a last one that says the rest was cut, when there are more.
+fn at_most(mut parts: Vec<Part>, message: &Outbound) -> Vec<Part> {
+    if parts.len() <= MAX_PARTS_PER_ANSWER {
+        return parts;
+    }
+    let left_out = parts.len() - (MAX_PARTS_PER_ANSWER - 1);
+    tracing::warn!(chat_id = message.chat_id, parts = parts.len(), left_out, "answer too long for the chat; cut");
+    parts.truncate(MAX_PARTS_PER_ANSWER - 1);
+    let mut notice = format!("✂ Cut here: the rest of this answer would have taken {left_out} more messages.");
+    match &message.task_id {
+        Some(task_id) => notice
+            .push_str(&format!(" The whole result is stored with the task: ask for get_task {task_id} to read it.")),
+        None => notice.push_str(" Ask for the part you need."),
+    }
+    parts.push(Part { source: notice.clone(), text: notice, markup: Markup::Plain });
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    // By its full path: the module layout test reads `super::` as the telegram module.
+    use crate::channels::telegram::outbound::*;
+    use crate::messages::OutboundRole;
+
+    fn answer(text: String, kind: ReplyKind) -> Outbound {
+        Outbound { kind, ..Outbound::text("telegram", 1, text, OutboundRole::Answer) }
+    }
+
+    #[test]
+    fn a_huge_answer_becomes_at_most_eight_messages_and_the_last_says_it_was_cut() {
+        let line = "a line of a very long worker result, repeated until it weighs a mebibyte\n";
+        let mut message = answer(line.repeat(1024 * 1024 / line.len()), ReplyKind::Text);
+        message.task_id = Some("5f0c2a9e-0000-4000-8000-000000000001".into());
+        let sent = parts(&message);
+        assert_eq!(sent.len(), MAX_PARTS_PER_ANSWER);
+        assert!(sent[..7].iter().all(|p| p.text.starts_with("a line") && p.text.chars().count() <= 4096));
+        let last = &sent[7].text;
+        assert!(last.starts_with("✂ Cut here: the rest of this answer would have taken "), "{last}");
+        assert!(last.ends_with("ask for get_task 5f0c2a9e-0000-4000-8000-000000000001 to read it."), "{last}");
+        assert_eq!(sent[7].markup, Markup::Plain);
+
+        // Markdown is cut the same way, and an answer that is not a task's says so differently.
+        let paragraph = "Some **bold** words and `code`, then more words to fill the line.\n\n";
+        let sent = parts(&answer(paragraph.repeat(3000), ReplyKind::Markdown));
+        assert_eq!(sent.len(), MAX_PARTS_PER_ANSWER);
+        assert!(sent[..7].iter().all(|p| p.markup == Markup::MarkdownV2));
+        assert!(sent[7].text.ends_with("Ask for the part you need."), "{}", sent[7].text);
+    }
+
+    #[test]
+    fn an_answer_of_eight_messages_is_sent_whole() {
+        let block = format!("{}\n", "x".repeat(4000));
+        let sent = parts(&answer(block.repeat(MAX_PARTS_PER_ANSWER), ReplyKind::Text));
+        assert_eq!(sent.len(), MAX_PARTS_PER_ANSWER);
+        let kept: usize = sent.iter().map(|p| p.text.matches('x').count()).sum();
+        assert_eq!(kept, 4000 * MAX_PARTS_PER_ANSWER, "nothing cut");
     }
 }

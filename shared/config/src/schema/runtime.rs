@@ -154,6 +154,11 @@ section! {
         pub log_level: String = "INFO".into(),
         pub kv_separator: String = "=".into(),
         pub record_separator: String = " ".into(),
+        /// `logs/minibot.log` is turned over (renamed `minibot.log.1`, the older copies shifted up) before a
+        /// write would take it past this size.
+        pub max_file_bytes: crate::ByteSize = crate::ByteSize(10_485_760),
+        /// How many turned-over copies are kept (`minibot.log.1` … `.N`); the oldest goes. 0 keeps none.
+        pub backup_count: u32 = 5,
     }
 }
 
@@ -216,6 +221,10 @@ section! {
         /// PEM file of the certificate authority that signed the broker's certificate, for an `amqps://`
         /// broker_url whose certificate the system's trust store does not know. Relative to the config file.
         pub tls_ca_file: Option<String> = None,
+        /// The secret that signs every message on the broker (tasks, worker events, control messages,
+        /// heartbeats), shared by the orchestrator and all its workers; at least 32 characters. Required with
+        /// the RabbitMQ backend: `minibot vault generate NAME` makes one, referenced as `${secret:NAME}`.
+        pub message_key: String = String::new(),
     }
 }
 

@@ -1,6 +1,7 @@
 mod bridge;
 mod conformance;
 mod failures;
+mod hostile;
 mod lazy;
 mod peers;
 mod reload;

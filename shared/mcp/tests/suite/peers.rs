@@ -69,6 +69,19 @@ pub fn fixture_server(name: &str, mode: McpMode, state: &std::path::Path) -> Mcp
     }
 }
 
+pub fn hostile_fixture() -> String {
+    format!("{}/tests/fixtures/hostile_server.py", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The hostile fixture (see its docstring), with `env` added to what the interpreter needs.
+pub fn hostile_server(name: &str, mode: McpMode, env: &[(&str, String)]) -> McpServerSection {
+    let mut server = fixture_server(name, mode, std::path::Path::new(""));
+    server.env.remove("FIXTURE_STATE");
+    server.env.extend(env.iter().map(|(key, value)| (key.to_string(), value.clone())));
+    server.args = vec![hostile_fixture()];
+    server
+}
+
 pub fn section(servers: Vec<McpServerSection>) -> McpSection {
     McpSection { enabled: true, timeout_seconds: 20.0, servers, ..Default::default() }
 }
@@ -152,9 +165,19 @@ pub struct HttpFixture {
 
 impl HttpFixture {
     pub async fn spawn(port: u16) -> Self {
+        Self::spawn_script(port, &fixture(), &[("FIXTURE_HTTP_PORT", port.to_string())]).await
+    }
+
+    /// The hostile fixture over HTTP; `json` makes it answer with plain JSON bodies instead of SSE streams.
+    pub async fn hostile(port: u16, json: bool) -> Self {
+        let env = [("HOSTILE_HTTP_PORT", port.to_string()), ("HOSTILE_JSON_RESPONSE", u8::from(json).to_string())];
+        Self::spawn_script(port, &hostile_fixture(), &env).await
+    }
+
+    async fn spawn_script(port: u16, script: &str, env: &[(&str, String)]) -> Self {
         let child = tokio::process::Command::new(python())
-            .arg(fixture())
-            .env("FIXTURE_HTTP_PORT", port.to_string())
+            .arg(script)
+            .envs(env.iter().map(|(key, value)| (key, value)))
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .kill_on_drop(true)

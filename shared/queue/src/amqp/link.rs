@@ -10,7 +10,7 @@ use futures_util::stream::SelectAll;
 use lapin::options::{BasicConsumeOptions, BasicGetOptions, BasicQosOptions, QueueBindOptions, QueueDeclareOptions};
 use lapin::types::{FieldTable, ShortString};
 use lapin::{Channel, Connection, Consumer};
-use minibot_protocol::ControlMessage;
+use minibot_protocol::{ControlMessage, SealKind};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -95,7 +95,8 @@ pub(super) async fn supervise(shared: Arc<Shared>, mut link: Arc<Link>, mut cont
 async fn pump_controls(shared: &Shared, controls: &mut Consumer) {
     while let Some(delivery) = controls.next().await {
         let Ok(delivery) = delivery else { return };
-        match ControlMessage::decode(&delivery.data) {
+        let Ok(body) = shared.unseal(SealKind::Control, &delivery) else { continue };
+        match ControlMessage::decode(body) {
             Ok(message) => lock(&shared.controls).push(message),
             Err(error) => {
                 tracing::error!(error = %error, "control message does not decode; dropped")

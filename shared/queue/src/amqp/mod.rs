@@ -30,8 +30,8 @@
 //! on a connection that is gone is stale: the broker has already put the task back, so [`WorkQueue::emit`] and
 //! [`WorkQueue::settle`] answer `LeaseLost` and the worker drops it; the redelivery counts as another attempt.
 //! Because a confirmed terminal event may still be followed by a redelivery (the ack was lost with the
-//! connection), [`TaskQueue::next_event`] remembers which tasks already delivered a terminal event and drops
-//! later events for them, and a worker acknowledges without running a redelivery of a task whose terminal
+//! connection), [`TaskQueue::next_event`] remembers which task attempts already delivered a terminal event
+//! (by task, attempt and worker) and drops later events of theirs, and a worker acknowledges without running a redelivery of a task whose terminal
 //! event it already published.
 //!
 //! Cancel before claim: every worker remembers cancelled task ids (bounded), and a claim of such a task
@@ -61,13 +61,14 @@ pub mod migrate;
 mod orchestrator;
 mod publisher;
 mod topology;
+mod trust;
 mod worker;
 
 use crate::{QueueError, Result};
 use background::{Background, Held, run_background};
 use buffers::{ControlBuffer, Remembered};
 use link::{LinkState, supervise};
-use minibot_protocol::TaskEnvelope;
+use minibot_protocol::{MessageKey, TaskEnvelope};
 use publisher::{Outgoing, Target};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -96,11 +97,13 @@ pub struct AmqpSettings {
     pub routes: Vec<String>,
     /// PEM certificate authority for an `amqps://` broker the system trust store does not know.
     pub tls_ca_file: Option<std::path::PathBuf>,
+    /// Signs what this side publishes and checks what it receives (`[rabbitmq] message_key`).
+    pub message_key: MessageKey,
 }
 
 impl AmqpSettings {
-    /// MiniBot's defaults (`minibot`, `minibot.tasks`, prefetch 1) for `broker_url`.
-    pub fn new(broker_url: &str) -> Self {
+    /// MiniBot's defaults (`minibot`, `minibot.tasks`, prefetch 1) for `broker_url`, signing with `message_key`.
+    pub fn new(broker_url: &str, message_key: MessageKey) -> Self {
         Self {
             broker_url: broker_url.to_string(),
             queue_name: "minibot".into(),
@@ -108,6 +111,7 @@ impl AmqpSettings {
             prefetch_count: 1,
             routes: vec![String::new()],
             tls_ca_file: None,
+            message_key,
         }
     }
 }
@@ -129,12 +133,16 @@ struct Shared {
     /// Events handed to the orchestrator and not yet acknowledged, by our own tag.
     unacked_events: std::sync::Mutex<HashMap<u64, Held>>,
     next_event_tag: AtomicU64,
-    /// Orchestrator side: tasks that already delivered a terminal event.
+    /// Orchestrator side: task attempts (with their worker) that already delivered a terminal event.
     finished: std::sync::Mutex<Remembered>,
     /// Worker side: tasks this worker settled.
     settled: std::sync::Mutex<Remembered>,
     /// Worker side, several routes: the route to poll first next time (round robin).
     next_route: std::sync::atomic::AtomicUsize,
+    /// The broker user this side logs in as, stamped on what it publishes (`user_id`, checked by RabbitMQ).
+    broker_user: Option<lapin::types::ShortString>,
+    /// Refusals logged, and which broker user each worker id speaks from.
+    trust: std::sync::Mutex<trust::Trust>,
 }
 
 /// Both sides of the task queue over RabbitMQ. See the module docs.
@@ -185,6 +193,8 @@ impl AmqpQueue {
             finished: std::sync::Mutex::default(),
             settled: std::sync::Mutex::default(),
             next_route: std::sync::atomic::AtomicUsize::new(0),
+            broker_user: topology::login_user(&config.broker_url),
+            trust: std::sync::Mutex::default(),
         });
         let (link, controls) = open_link(&shared, 1).await?;
         shared.link.send_replace(LinkState::Up(link.clone()));

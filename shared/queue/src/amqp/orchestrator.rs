@@ -8,7 +8,7 @@ use super::{AmqpQueue, lock};
 use crate::{EventDelivery, Result, TaskQueue};
 use futures_util::future::BoxFuture;
 use lapin::options::{BasicAckOptions, BasicRejectOptions};
-use minibot_protocol::{ControlMessage, TaskEnvelope, WorkerEvent, WorkerStatus};
+use minibot_protocol::{ControlMessage, SealKind, TaskEnvelope, WorkerEvent, WorkerStatus};
 use std::sync::atomic::Ordering;
 
 impl TaskQueue for AmqpQueue {
@@ -28,7 +28,11 @@ impl TaskQueue for AmqpQueue {
             let shared = &self.shared;
             loop {
                 let (link, delivery) = shared.next_delivery(Consuming::Events).await?;
-                let event = match WorkerEvent::decode(&delivery.data) {
+                let Ok(body) = shared.unseal(SealKind::Event, &delivery) else {
+                    let _ = delivery.acker.reject(BasicRejectOptions { requeue: false }).await;
+                    continue;
+                };
+                let event = match WorkerEvent::decode(body) {
                     Ok(event) => event,
                     Err(error) => {
                         tracing::error!(error = %error, "worker event does not decode; dropped");
@@ -36,11 +40,19 @@ impl TaskQueue for AmqpQueue {
                         continue;
                     }
                 };
+                if shared.check_sender(SealKind::Event, &delivery, &event.worker_id).is_err() {
+                    let _ = delivery.acker.reject(BasicRejectOptions { requeue: false }).await;
+                    continue;
+                }
+                // Keyed by the sender too: a terminal event the coordinator will refuse (another worker speaking
+                // for the attempt) must not hide the genuine one behind it. Terminal events of other attempts
+                // pass and are ignored by the coordinator once the task has ended.
+                let sent_by = format!("{}\u{0}{}\u{0}{}", event.task_id, event.attempt, event.worker_id);
                 let duplicate = {
                     let mut finished = lock(&shared.finished);
-                    let duplicate = finished.contains(&event.task_id);
+                    let duplicate = finished.contains(&sent_by);
                     if !duplicate && event.is_terminal() {
-                        finished.insert(&event.task_id);
+                        finished.insert(&sent_by);
                     }
                     duplicate
                 };
@@ -62,8 +74,12 @@ impl TaskQueue for AmqpQueue {
             loop {
                 let (_, delivery) = shared.next_delivery(Consuming::Statuses).await?;
                 // Auto-acknowledged: a heartbeat lost is replaced by the next.
-                match WorkerStatus::decode(&delivery.data) {
-                    Ok(status) => return Ok(status),
+                let Ok(body) = shared.unseal(SealKind::Status, &delivery) else { continue };
+                match WorkerStatus::decode(body) {
+                    Ok(status) if shared.check_sender(SealKind::Status, &delivery, &status.worker_id).is_ok() => {
+                        return Ok(status);
+                    }
+                    Ok(_) => {}
                     Err(error) => tracing::debug!(error = %error, "worker status does not decode; skipped"),
                 }
             }

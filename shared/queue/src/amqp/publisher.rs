@@ -7,7 +7,7 @@ use crate::{QueueError, Result};
 use lapin::options::BasicPublishOptions;
 use lapin::types::ShortString;
 use lapin::{BasicProperties, Confirmation, PublisherConfirm};
-use minibot_protocol::WorkerEvent;
+use minibot_protocol::{SealKind, WorkerEvent};
 use std::time::{Duration, Instant};
 
 /// How long a publish keeps retrying across reconnects before the caller hears it failed.
@@ -23,6 +23,17 @@ pub(super) enum Target {
     Control,
     /// A worker's announcement or heartbeat.
     Status,
+}
+
+impl Target {
+    fn seal_kind(self) -> SealKind {
+        match self {
+            Self::Task => SealKind::Task,
+            Self::Event => SealKind::Event,
+            Self::Control => SealKind::Control,
+            Self::Status => SealKind::Status,
+        }
+    }
 }
 
 /// One message to publish: its id (task id) and body.
@@ -67,7 +78,9 @@ impl Shared {
         let (exchange, routing_key, persistent, mandatory) = match (target, &message.route) {
             (Target::Task, Some((_, queue))) => ("".into(), queue.clone(), true, true),
             (Target::Task, None) => (self.names.tasks_exchange.clone(), "".into(), true, true),
-            (Target::Event, _) => ("".into(), self.names.events_queue.clone(), true, true),
+            // Through an exchange of their own, so a worker's broker user needs no write access to the default
+            // exchange (which would let it put tasks straight on the task queues).
+            (Target::Event, _) => (self.names.events_exchange.clone(), "".into(), true, true),
             // Controls are fanned out to whoever is connected; nobody connected is not an error.
             (Target::Control, _) => (self.names.control_exchange.clone(), "".into(), false, false),
             // Heartbeats: the next one replaces a lost one.
@@ -76,6 +89,10 @@ impl Shared {
         let mut properties = BasicProperties::default()
             .with_content_type("application/msgpack".into())
             .with_delivery_mode(if persistent { 2 } else { 1 });
+        if let Some(user) = &self.broker_user {
+            properties = properties.with_user_id(user.clone());
+        }
+        let body = self.settings.message_key.seal(target.seal_kind(), &message.body);
         if let Ok(id) = ShortString::try_new(message.id.clone()) {
             properties = properties.with_message_id(id);
         }
@@ -84,7 +101,7 @@ impl Shared {
                 exchange,
                 routing_key,
                 BasicPublishOptions { mandatory, immediate: false },
-                &message.body,
+                &body,
                 properties,
             )
             .await

@@ -27,6 +27,7 @@ pub(super) struct Names {
     pub(super) tasks_queue: ShortString,
     pub(super) dead_queue: ShortString,
     pub(super) events_queue: ShortString,
+    pub(super) events_exchange: ShortString,
     pub(super) control_exchange: ShortString,
     pub(super) workers_exchange: ShortString,
 }
@@ -42,6 +43,7 @@ impl Names {
             tasks_queue: short(settings.queue_name.clone())?,
             dead_queue: short(format!("{}.dead", settings.queue_name))?,
             events_queue: short(format!("{}.events", settings.queue_name))?,
+            events_exchange: short(format!("{}.events", settings.exchange_name))?,
             control_exchange: short(format!("{}.control", settings.exchange_name))?,
             workers_exchange: short(format!("{}.workers", settings.exchange_name))?,
         };
@@ -69,6 +71,12 @@ pub(super) async fn open_link(shared: &Shared, generation: u64) -> Result<(Arc<L
 /// connection, zero-filled: at the broker's default of 128 KiB that is 8 MiB resident in every idle worker.
 /// Larger messages are simply split into more frames.
 const FRAME_MAX: u32 = 8192;
+
+/// The user `broker_url` logs in as (lapin's default `guest` when it names none).
+pub(super) fn login_user(broker_url: &str) -> Option<ShortString> {
+    let uri: lapin::uri::AMQPUri = broker_url.parse().ok()?;
+    ShortString::try_new(uri.authority.userinfo.username).ok()
+}
 
 pub(super) async fn connect(settings: &AmqpSettings, properties: ConnectionProperties) -> Result<Connection> {
     let mut uri: lapin::uri::AMQPUri = settings.broker_url.parse().map_err(|e: String| broker(e))?;
@@ -155,6 +163,35 @@ pub(super) fn explain_declare_error(queue: &str, error: &str, classic: bool) -> 
     QueueError::Broker(format!("cannot declare the task queue `{queue}`: {error}"))
 }
 
+/// What only the orchestrator needs: the generic queue bound to the tasks exchange (where MiniBot 0.36
+/// published), the events queue and its binding. A worker tries too, so a test or a single-user setup works in
+/// any order, but a worker whose broker user may not do it (the least-privilege setup of docs/deploy.md) goes
+/// on without it. Done on a channel of its own: a refusal closes the channel.
+async fn declare_orchestrator_side(connection: &Connection, names: &Names, required: bool) -> Result<()> {
+    let channel = connection.create_channel().await.map_err(broker)?;
+    let declared = async {
+        bind_generic_queue(&channel, names).await?;
+        channel
+            .queue_declare(names.events_queue.clone(), QueueDeclareOptions::durable(), FieldTable::default())
+            .await
+            .map_err(broker)?;
+        let (queue, exchange) = (names.events_queue.clone(), names.events_exchange.clone());
+        channel
+            .queue_bind(queue, exchange, "".into(), QueueBindOptions::default(), FieldTable::default())
+            .await
+            .map_err(broker)
+    }
+    .await;
+    let _ = channel.close(200, "declared".into()).await;
+    match declared {
+        Err(QueueError::Broker(error)) if !required && error.contains("ACCESS_REFUSED") => {
+            tracing::debug!(error = %error, "the orchestrator's bindings are left to the orchestrator");
+            Ok(())
+        }
+        other => other.map(|_| ()),
+    }
+}
+
 async fn open_link_untimed(shared: &Shared, generation: u64) -> Result<(Arc<Link>, Consumer)> {
     let names = &shared.names;
     let properties =
@@ -162,7 +199,8 @@ async fn open_link_untimed(shared: &Shared, generation: u64) -> Result<(Arc<Link
     let connection = connect(&shared.settings, properties).await?;
     let channel = connection.create_channel().await.map_err(broker)?;
     let durable = ExchangeDeclareOptions { durable: true, ..ExchangeDeclareOptions::default() };
-    for exchange in [&names.tasks_exchange, &names.control_exchange, &names.workers_exchange] {
+    let exchanges = [&names.tasks_exchange, &names.control_exchange, &names.workers_exchange, &names.events_exchange];
+    for exchange in exchanges {
         channel
             .exchange_declare(exchange.clone(), ExchangeKind::Fanout, durable, FieldTable::default())
             .await
@@ -178,11 +216,7 @@ async fn open_link_untimed(shared: &Shared, generation: u64) -> Result<(Arc<Link
         declare_task_queue(&connection, &channel, names, &names.route_queue(route)?).await?;
         declared.insert(route.clone());
     }
-    bind_generic_queue(&channel, names).await?;
-    channel
-        .queue_declare(names.events_queue.clone(), QueueDeclareOptions::durable(), FieldTable::default())
-        .await
-        .map_err(broker)?;
+    declare_orchestrator_side(&connection, names, shared.settings.routes.is_empty()).await?;
     let control_queue = channel
         .queue_declare("".into(), QueueDeclareOptions::exclusive().auto_delete(), FieldTable::default())
         .await
@@ -263,7 +297,9 @@ impl AmqpQueue {
         for route in self.shared.settings.routes.iter().filter(|r| !r.is_empty()) {
             channel.queue_delete(names.route_queue(route)?, QueueDeleteOptions::default()).await.map_err(broker)?;
         }
-        for exchange in [&names.tasks_exchange, &names.control_exchange, &names.workers_exchange] {
+        let exchanges =
+            [&names.tasks_exchange, &names.control_exchange, &names.workers_exchange, &names.events_exchange];
+        for exchange in exchanges {
             channel.exchange_delete(exchange.clone(), ExchangeDeleteOptions::default()).await.map_err(broker)?;
         }
         Ok(())
@@ -276,7 +312,8 @@ mod tests {
 
     #[test]
     fn names_longer_than_amqp_allows_are_an_error() {
-        let mut settings = AmqpSettings::new("amqp://localhost");
+        let key = minibot_protocol::MessageKey::new(&"k".repeat(32)).unwrap();
+        let mut settings = AmqpSettings::new("amqp://localhost", key);
         assert!(Names::new(&settings).is_ok());
         settings.queue_name = "q".repeat(300);
         assert!(matches!(Names::new(&settings), Err(QueueError::Broker(_))));

@@ -11,7 +11,9 @@ use futures_util::future::BoxFuture;
 use lapin::options::{BasicAckOptions, BasicRejectOptions};
 use lapin::types::AMQPValue;
 use lapin::{Acker, BasicProperties, PublisherConfirm};
-use minibot_protocol::{ControlMessage, TaskEnvelope, TaskOutcome, WorkerEvent, WorkerEventKind, WorkerStatus};
+use minibot_protocol::{
+    ControlMessage, SealKind, TaskEnvelope, TaskOutcome, WorkerEvent, WorkerEventKind, WorkerStatus,
+};
 use std::sync::Arc;
 
 /// A task a worker claimed, with the confirms of terminal events emitted for it and not yet awaited.
@@ -96,7 +98,16 @@ impl Shared {
 
     /// Looks at one delivered task; `Some` when the worker should run it.
     async fn admit(&self, link: &Link, delivery: lapin::message::Delivery) -> Result<Option<ClaimedTask>> {
-        let envelope = match TaskEnvelope::decode(&delivery.data) {
+        let Ok(body) = self.unseal(SealKind::Task, &delivery) else {
+            // Not from our orchestrator: never run, never reported (a report would let a forger fail a genuine
+            // task by naming its id), kept in the dead-letter queue for an operator.
+            if let Err(error) = delivery.acker.reject(BasicRejectOptions { requeue: false }).await {
+                tracing::warn!(error = %error, "reject failed");
+                self.report_broken(link.generation);
+            }
+            return Ok(None);
+        };
+        let envelope = match TaskEnvelope::decode(body) {
             Ok(envelope) => envelope,
             Err(error) => {
                 let id = delivery.properties.message_id().as_ref().map(ToString::to_string);

@@ -18,8 +18,15 @@ pub fn settings(prefetch_count: u16) -> AmqpSettings {
         queue_name: format!("test-{id}"),
         exchange_name: format!("test-{id}.tasks"),
         prefetch_count,
-        ..AmqpSettings::new("")
+        ..AmqpSettings::new("", message_key())
     }
+}
+
+/// The key the tests' own orchestrator and workers share.
+pub const MESSAGE_KEY: &str = "test-message-key-0123456789abcdef0123456789";
+
+pub fn message_key() -> MessageKey {
+    MessageKey::new(MESSAGE_KEY).unwrap()
 }
 
 /// Connects or fails the test with instructions: these tests never skip.

@@ -365,7 +365,7 @@ pub async fn plan(settings: &SandboxSettings, scope: &SandboxScope) -> Result<Ap
 /// The folder of private temp folders, made if needed, as its real path. No command may read it, so one call
 /// cannot see into another's temp folder; each call is granted its own.
 fn prepare_temp_root(folder: &Path) -> std::io::Result<PathBuf> {
-    std::fs::create_dir_all(folder)?;
+    minibot_sqlite::private_fs::create_dir_all(folder)?;
     folder.canonicalize()
 }
 

@@ -118,9 +118,10 @@ impl ManagedPath {
 
 impl ManagedRoot {
     /// Creates the root folder if needed, pins its canonical location and opens the handle every later
-    /// operation inside it resolves from.
+    /// operation inside it resolves from. A root made here (and any folder above it made with it) is private,
+    /// 0700 whatever the umask; a folder that exists keeps the mode its owner gave it.
     pub fn create(root: &Path, allow_outside_root: bool) -> std::io::Result<Self> {
-        std::fs::create_dir_all(root)?;
+        minibot_sqlite::private_fs::create_dir_all(root)?;
         let root = root.canonicalize()?;
         let dir = Dir::open_ambient_dir(&root, cap_std::ambient_authority())?;
         Ok(Self { root, dir: Arc::new(RwLock::new(Arc::new(dir))), allow_outside_root })
@@ -137,7 +138,7 @@ impl ManagedRoot {
         let held = Arc::clone(&self.dir.read().unwrap_or_else(PoisonError::into_inner));
         let on_disk = match std::fs::symlink_metadata(&self.root) {
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                std::fs::create_dir_all(&self.root)?;
+                minibot_sqlite::private_fs::create_dir_all(&self.root)?;
                 std::fs::symlink_metadata(&self.root)?
             }
             other => other?,
