@@ -53,7 +53,8 @@ pub fn message_key(config: &Config) -> Result<MessageKey> {
         let message = match error {
             KeyError::Empty => "is not set, and the RabbitMQ backend signs every broker message with it; make one with \
                 `minibot vault generate MESSAGE_KEY` and set `message_key = \"${secret:MESSAGE_KEY}\"` under [rabbitmq] \
-                on the orchestrator and every worker host (docs/deploy.md, \"Signed messages\")"
+                (or MINIBOT__RABBITMQ__MESSAGE_KEY in the environment, as in deploy/minibot.env), the same on the \
+                orchestrator and every worker host (docs/deploy.md, \"Signed messages\")"
                 .to_string(),
             error => format!("{error} (`minibot vault generate MESSAGE_KEY` makes one of 64 hex digits)"),
         };
@@ -89,7 +90,16 @@ pub async fn open_orchestrator_queue(config: &Config) -> Result<OrchestratorQueu
             Ok(OrchestratorQueue { queue: queue.clone(), sqlite: Some(queue) })
         }
         TaskBackend::Rabbitmq => {
-            Ok(OrchestratorQueue { queue: Arc::new(connect_amqp(config, ORCHESTRATOR_ID, &[]).await?), sqlite: None })
+            let queue = connect_amqp(config, ORCHESTRATOR_ID, &[]).await?;
+            // Every specialist's queue exists before any worker looks for it: a least-privilege worker may not
+            // declare one (docs/deploy.md, "Broker users"). Agent files that do not load stop start-up elsewhere.
+            if config.specialists_enabled()
+                && let Ok(agents) = minibot_config::load_agents(&config.resolve_path(&config.orchestration.directory))
+            {
+                let routes: Vec<String> = agents.iter().map(|a| minibot_protocol::route_for(Some(&a.name))).collect();
+                queue.declare_route_queues(&routes).await?;
+            }
+            Ok(OrchestratorQueue { queue: Arc::new(queue), sqlite: None })
         }
     }
 }
@@ -111,6 +121,16 @@ async fn connect_amqp(config: &Config, id: &str, routes: &[String]) -> Result<Am
     AmqpQueue::connect(&settings, id).await.map_err(|error| match error {
         // Reached, but holding a queue in another shape: the message says what to do.
         QueueError::Topology(_) => error,
+        // Reached, but this broker user may not do what it asked.
+        QueueError::Broker(text) if text.contains("ACCESS_REFUSED") => QueueError::Setting {
+            key: "rabbitmq.broker_url",
+            message: format!(
+                "the broker user of {} may not declare or use part of the queue topology ({text}); a worker with \
+                 the least-privilege permissions of docs/deploy.md (\"Broker users\") needs the orchestrator to have \
+                 run once first, so that the queues exist",
+                redact_url(&settings.broker_url)
+            ),
+        },
         error => QueueError::Unreachable {
             url: redact_url(&settings.broker_url),
             key: "rabbitmq.broker_url",

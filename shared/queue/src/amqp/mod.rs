@@ -220,6 +220,23 @@ impl AmqpQueue {
         self.shared.publish_reliably(Target::Task, &batch).await
     }
 
+    /// Declares the task queues of `routes` now rather than at their first task: a worker whose broker user may
+    /// not declare queues that dead-letter through the default exchange (docs/deploy.md, "Broker users") finds
+    /// them in place.
+    pub async fn declare_route_queues(&self, routes: &[String]) -> Result<()> {
+        let batch = routes
+            .iter()
+            .filter(|route| !route.is_empty())
+            .map(|route| {
+                let mut message = Outgoing::new(route, Vec::new());
+                message.route = Some((route.clone(), self.shared.names.route_queue(route)?));
+                Ok(message)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let link = self.shared.current().await?;
+        self.shared.declare_routes(&link, &batch).await
+    }
+
     /// Closes the connection without acknowledging anything held: unsettled tasks go back to the queue.
     /// Acknowledgements already under way in the background (settled tasks, acked events) are given up to
     /// 5 s to finish first.

@@ -220,7 +220,7 @@ impl Shared {
 
     /// Declares the queues of the routes in `batch` this connection has not declared yet (on a channel of their
     /// own: a refused declare closes its channel).
-    async fn declare_routes(&self, link: &Link, batch: &[Outgoing]) -> Result<()> {
+    pub(super) async fn declare_routes(&self, link: &Link, batch: &[Outgoing]) -> Result<()> {
         let missing: Vec<&(String, ShortString)> = {
             let declared = super::lock(&link.declared_routes);
             let mut missing: Vec<&(String, ShortString)> =
