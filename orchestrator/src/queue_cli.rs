@@ -32,6 +32,13 @@ async fn migrate(config: &Config) -> anyhow::Result<ExitCode> {
         } else {
             println!("{}: already a quorum queue", queue.queue);
         }
+        if queue.unsigned > 0 {
+            println!(
+                "{}: {} waiting task(s) are not signed (an older version queued them, or someone else did): workers \
+                 refuse them into {}.dead; ask for those tasks again",
+                queue.queue, queue.unsigned, config.rabbitmq.queue_name
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -307,6 +307,9 @@ impl Handler<Apply> for TaskCoordinator {
                     applied
                 }
                 WorkerEventKind::Progress { step, tool_names, total_tokens } => {
+                    // The names are the worker's word and go to the store and the chat: a few, short ones.
+                    let tool_names: Vec<String> =
+                        tool_names.iter().take(16).map(|name| name.chars().take(64).collect()).collect();
                     let progress = json!({ "phase": "running", "step": step, "tool_names": tool_names,
                                            "total_tokens": total_tokens, "attempt": event.attempt });
                     hub.store.progress(&event.task_id, &attempt, &progress).await

@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 /// Heartbeats a worker may miss before it is taken for gone.
 const MISSED_BEATS: u32 = 3;
+/// Most workers the roster holds.
+const MAX_WORKERS: usize = 1_024;
 
 pub struct Fleet {
     workers: HashMap<String, (WorkerStatus, Instant)>,
@@ -41,6 +43,11 @@ impl Fleet {
             return false;
         }
         let joined = !self.workers.contains_key(&status.worker_id);
+        if joined && self.workers.len() >= MAX_WORKERS {
+            // A host holding the key could otherwise grow the roster without end.
+            tracing::warn!(worker_id = %status.worker_id, host = %status.host, "roster full ({MAX_WORKERS} workers); not added");
+            return false;
+        }
         if joined {
             let specialists: Vec<&str> = status.specialists.iter().map(|s| s.name.as_str()).collect();
             tracing::info!(worker_id = %status.worker_id, host = %status.host, labels = ?status.labels,
@@ -51,7 +58,9 @@ impl Fleet {
     }
 
     fn expiry(status: &WorkerStatus) -> Duration {
-        Duration::from_millis(status.heartbeat_ms.max(100)) * MISSED_BEATS
+        // The beat is the worker's word: bounded as `[worker] heartbeat_seconds` is (1 to 3600 s), so a ghost
+        // cannot stay live for ever, nor overflow the product.
+        Duration::from_millis(status.heartbeat_ms.clamp(100, 3_600_000)) * MISSED_BEATS
     }
 
     /// Live workers, by id.

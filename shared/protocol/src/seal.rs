@@ -5,7 +5,9 @@
 //!
 //! A frame is `MBS1 | kind (1 byte) | sealed at, ms since the epoch (8 bytes, big-endian) | MAC (32 bytes) |
 //! body`. The kind is inside the MAC, so a signed event cannot be replayed as a control message; the time is
-//! inside it, so a captured message is only good for [`SealKind::max_age`].
+//! inside it, so a captured message is only good for [`SealKind::max_age`]. So is the broker user that sent it
+//! (the AMQP `user_id`, which RabbitMQ checks against the login, and which is not in the frame): a message
+//! captured and published again by another broker user does not open, so it cannot speak for its sender.
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
@@ -69,6 +71,9 @@ pub enum KeyError {
     Empty,
     #[error("is {found} characters long; use at least {MIN_KEY_CHARS}")]
     TooShort { found: usize },
+    /// Long but guessable: `aaaa…`, `abababab…`.
+    #[error("uses only {distinct} different characters; use a random key")]
+    Weak { distinct: usize },
 }
 
 /// The shared secret. Its `Debug` never shows it.
@@ -92,6 +97,13 @@ impl PartialEq for MessageKey {
 }
 impl Eq for MessageKey {}
 
+/// Fewest different characters in a key: a random hex key has about 16, a passphrase more.
+const MIN_DISTINCT: usize = 8;
+
+fn distinct(text: &str) -> usize {
+    text.chars().collect::<std::collections::HashSet<_>>().len()
+}
+
 fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
@@ -102,40 +114,56 @@ impl MessageKey {
         match secret.chars().count() {
             0 => Err(KeyError::Empty),
             n if n < MIN_KEY_CHARS => Err(KeyError::TooShort { found: n }),
+            _ if distinct(secret) < MIN_DISTINCT => Err(KeyError::Weak { distinct: distinct(secret) }),
             _ => Ok(Self { mac: Hmac::<Sha256>::new_from_slice(secret.as_bytes()).map_err(|_| KeyError::Empty)? }),
         }
     }
 
-    fn mac_of(&self, kind: SealKind, sealed_at_ms: u64, body: &[u8]) -> [u8; MAC_LEN] {
+    fn mac(&self, kind: u8, sealed_at: [u8; 8], sender: &str, body: &[u8]) -> Hmac<Sha256> {
         let mut mac = self.mac.clone();
         mac.update(MAGIC);
-        mac.update(&[kind as u8]);
-        mac.update(&sealed_at_ms.to_be_bytes());
+        mac.update(&[kind]);
+        mac.update(&sealed_at);
+        // Length-prefixed, so no sender and body can be shifted into another split of the same bytes.
+        mac.update(&u64::try_from(sender.len()).unwrap_or(u64::MAX).to_be_bytes());
+        mac.update(sender.as_bytes());
         mac.update(body);
-        mac.finalize().into_bytes().into()
+        mac
     }
 
-    /// The frame for `body`, sealed now.
-    pub fn seal(&self, kind: SealKind, body: &[u8]) -> Vec<u8> {
-        self.seal_at(kind, body, now_ms())
+    fn mac_of(&self, kind: SealKind, sealed_at_ms: u64, body: &[u8]) -> [u8; MAC_LEN] {
+        self.mac(kind as u8, sealed_at_ms.to_be_bytes(), "", body).finalize().into_bytes().into()
     }
 
-    pub fn seal_at(&self, kind: SealKind, body: &[u8], sealed_at_ms: u64) -> Vec<u8> {
+    /// The frame for `body` from broker user `sender`, sealed now.
+    pub fn seal(&self, kind: SealKind, sender: &str, body: &[u8]) -> Vec<u8> {
+        self.seal_at(kind, sender, body, now_ms())
+    }
+
+    pub fn seal_at(&self, kind: SealKind, sender: &str, body: &[u8], sealed_at_ms: u64) -> Vec<u8> {
         let mut frame = Vec::with_capacity(HEADER_LEN + body.len());
         frame.extend_from_slice(MAGIC);
         frame.push(kind as u8);
         frame.extend_from_slice(&sealed_at_ms.to_be_bytes());
-        frame.extend_from_slice(&self.mac_of(kind, sealed_at_ms, body));
+        let mac = self.mac(kind as u8, sealed_at_ms.to_be_bytes(), sender, body).finalize().into_bytes();
+        frame.extend_from_slice(&mac);
         frame.extend_from_slice(body);
         frame
     }
 
-    /// The body of a frame of `kind` sealed with this key and not too old; checked before anything decodes it.
-    pub fn open<'a>(&self, kind: SealKind, frame: &'a [u8]) -> Result<&'a [u8], SealError> {
-        self.open_at(kind, frame, now_ms())
+    /// The body of a frame of `kind` that broker user `sender` sealed with this key, not too old; checked
+    /// before anything decodes it.
+    pub fn open<'a>(&self, kind: SealKind, sender: &str, frame: &'a [u8]) -> Result<&'a [u8], SealError> {
+        self.open_at(kind, sender, frame, now_ms())
     }
 
-    pub fn open_at<'a>(&self, kind: SealKind, frame: &'a [u8], now_ms: u64) -> Result<&'a [u8], SealError> {
+    pub fn open_at<'a>(
+        &self,
+        kind: SealKind,
+        sender: &str,
+        frame: &'a [u8],
+        now_ms: u64,
+    ) -> Result<&'a [u8], SealError> {
         if frame.len() < HEADER_LEN || &frame[..MAGIC.len()] != MAGIC {
             return Err(SealError::Unsigned);
         }
@@ -151,11 +179,7 @@ impl MessageKey {
         at.copy_from_slice(&frame[MAGIC.len() + 1..MAGIC.len() + 9]);
         let sealed_at_ms = u64::from_be_bytes(at);
         let (mac, body) = frame[MAGIC.len() + 9..].split_at(MAC_LEN);
-        let mut check = self.mac.clone();
-        check.update(MAGIC);
-        check.update(&[found]);
-        check.update(&at);
-        check.update(body);
+        let check = self.mac(found, at, sender, body);
         // Constant time: a timing difference would let a forger find the MAC byte by byte.
         check.verify_slice(mac).map_err(|_| SealError::BadSignature)?;
         if sealed_at_ms > now_ms {
@@ -194,45 +218,54 @@ mod tests {
 
     #[test]
     fn a_sealed_message_opens_with_the_same_key_and_kind_only() {
-        let k = key(&"a".repeat(40));
-        let frame = k.seal_at(SealKind::Event, b"body", NOW);
-        assert_eq!(k.open_at(SealKind::Event, &frame, NOW + 5).unwrap(), b"body");
-        assert!(matches!(k.open_at(SealKind::Control, &frame, NOW), Err(SealError::WrongKind { .. })));
-        let other = key(&"b".repeat(40));
-        assert_eq!(other.open_at(SealKind::Event, &frame, NOW), Err(SealError::BadSignature));
+        let k = key("key-a-0123456789abcdefghijklmnopqrstuv");
+        let frame = k.seal_at(SealKind::Event, "w", b"body", NOW);
+        assert_eq!(k.open_at(SealKind::Event, "w", &frame, NOW + 5).unwrap(), b"body");
+        assert!(matches!(k.open_at(SealKind::Control, "w", &frame, NOW), Err(SealError::WrongKind { .. })));
+        let other = key("key-b-0123456789abcdefghijklmnopqrstuv");
+        assert_eq!(other.open_at(SealKind::Event, "w", &frame, NOW), Err(SealError::BadSignature));
         assert_ne!(k, other);
-        assert_eq!(k, key(&"a".repeat(40)));
+        assert_eq!(k, key("key-a-0123456789abcdefghijklmnopqrstuv"));
+        // Published again by another broker user, it does not open: it cannot speak for its sender.
+        assert_eq!(k.open_at(SealKind::Event, "guest", &frame, NOW), Err(SealError::BadSignature));
     }
 
     #[test]
     fn changed_unsigned_stale_and_future_messages_are_refused() {
-        let k = key(&"a".repeat(40));
-        let mut frame = k.seal_at(SealKind::Task, b"run this", NOW);
+        let k = key("key-a-0123456789abcdefghijklmnopqrstuv");
+        let mut frame = k.seal_at(SealKind::Task, "w", b"run this", NOW);
         let last = frame.len() - 1;
         frame[last] ^= 1;
-        assert_eq!(k.open_at(SealKind::Task, &frame, NOW), Err(SealError::BadSignature));
+        assert_eq!(k.open_at(SealKind::Task, "w", &frame, NOW), Err(SealError::BadSignature));
         // A forger who moves the time changes what is signed.
-        let mut moved = k.seal_at(SealKind::Task, b"run this", NOW);
+        let mut moved = k.seal_at(SealKind::Task, "w", b"run this", NOW);
         moved[5..13].copy_from_slice(&(NOW + 1).to_be_bytes());
-        assert_eq!(k.open_at(SealKind::Task, &moved, NOW), Err(SealError::BadSignature));
-        assert_eq!(k.open_at(SealKind::Task, b"\x82\xa7version\x01", NOW), Err(SealError::Unsigned));
-        assert_eq!(k.open_at(SealKind::Task, b"", NOW), Err(SealError::Unsigned));
-        let control = k.seal_at(SealKind::Control, b"cancel", NOW);
-        assert!(matches!(k.open_at(SealKind::Control, &control, NOW + 301_000), Err(SealError::Stale { .. })));
-        assert!(k.open_at(SealKind::Control, &control, NOW + 299_000).is_ok());
-        assert!(matches!(k.open_at(SealKind::Control, &control, NOW - 301_000), Err(SealError::FromTheFuture { .. })));
-        let task = k.seal_at(SealKind::Task, b"t", NOW);
-        assert!(k.open_at(SealKind::Task, &task, NOW + 6 * 24 * 3600 * 1000).is_ok(), "a task waits out an outage");
-        assert!(k.open_at(SealKind::Task, &task, u64::MAX).is_err());
-        assert!(k.open_at(SealKind::Task, &k.seal_at(SealKind::Task, b"t", u64::MAX), 0).is_err());
+        assert_eq!(k.open_at(SealKind::Task, "w", &moved, NOW), Err(SealError::BadSignature));
+        assert_eq!(k.open_at(SealKind::Task, "w", b"\x82\xa7version\x01", NOW), Err(SealError::Unsigned));
+        assert_eq!(k.open_at(SealKind::Task, "w", b"", NOW), Err(SealError::Unsigned));
+        let control = k.seal_at(SealKind::Control, "w", b"cancel", NOW);
+        assert!(matches!(k.open_at(SealKind::Control, "w", &control, NOW + 301_000), Err(SealError::Stale { .. })));
+        assert!(k.open_at(SealKind::Control, "w", &control, NOW + 299_000).is_ok());
+        assert!(matches!(
+            k.open_at(SealKind::Control, "w", &control, NOW - 301_000),
+            Err(SealError::FromTheFuture { .. })
+        ));
+        let task = k.seal_at(SealKind::Task, "w", b"t", NOW);
+        assert!(
+            k.open_at(SealKind::Task, "w", &task, NOW + 6 * 24 * 3600 * 1000).is_ok(),
+            "a task waits out an outage"
+        );
+        assert!(k.open_at(SealKind::Task, "w", &task, u64::MAX).is_err());
+        assert!(k.open_at(SealKind::Task, "w", &k.seal_at(SealKind::Task, "w", b"t", u64::MAX), 0).is_err());
     }
 
     #[test]
     fn short_keys_are_refused_and_debug_hides_the_key() {
         assert_eq!(MessageKey::new("  "), Err(KeyError::Empty));
         assert_eq!(MessageKey::new("short"), Err(KeyError::TooShort { found: 5 }));
-        let secret = "s".repeat(32);
-        assert!(!format!("{:?}", key(&secret)).contains(&secret));
+        assert_eq!(MessageKey::new(&"ab".repeat(20)), Err(KeyError::Weak { distinct: 2 }));
+        let secret = "s3cret-0123456789abcdefghijklmnop";
+        assert!(!format!("{:?}", key(secret)).contains(secret));
         assert_eq!(generate_key_hex(&[0xab; 32]).len(), 64);
     }
 }

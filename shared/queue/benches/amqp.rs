@@ -158,10 +158,10 @@ fn signing_per_task() -> Duration {
     const ROUNDS: u32 = 20_000;
     let started = Instant::now();
     for _ in 0..ROUNDS {
-        let sealed = key.seal(SealKind::Task, std::hint::black_box(&task));
-        assert!(key.open(SealKind::Task, &sealed).is_ok());
-        let sealed = key.seal(SealKind::Event, std::hint::black_box(&event));
-        assert!(key.open(SealKind::Event, &sealed).is_ok());
+        let sealed = key.seal(SealKind::Task, "orchestrator", std::hint::black_box(&task));
+        assert!(key.open(SealKind::Task, "orchestrator", &sealed).is_ok());
+        let sealed = key.seal(SealKind::Event, "worker-host", std::hint::black_box(&event));
+        assert!(key.open(SealKind::Event, "worker-host", &sealed).is_ok());
     }
     started.elapsed() / ROUNDS
 }

@@ -167,7 +167,7 @@ mod tests {
         config.tasks.backend = TaskBackend::Rabbitmq;
         // Port 1 on the loopback refuses at once.
         config.rabbitmq.broker_url = "amqp://guest:secret@127.0.0.1:1/%2f".into();
-        config.rabbitmq.message_key = "k".repeat(40);
+        config.rabbitmq.message_key = "backend-test-key-0123456789abcdef".into();
         let error =
             open_worker_queue(&config, "w", &[String::new()]).await.err().map(|e| e.to_string()).unwrap_or_default();
         assert!(

@@ -7,9 +7,9 @@
 //! up where it stopped. Stop the orchestrator and the workers first; a producer still publishing makes the
 //! delete of the old queue wait (`if_empty`) until it drains again.
 //!
-//! Tasks an older version of this project left waiting were not signed; the move seals each one that reads as a
-//! task with `[rabbitmq] message_key` (the operator who runs the migration vouches for what waits in the old
-//! queue), so they run after the upgrade instead of being refused as forgeries. Anything else moves as it is.
+//! Messages move as they are. Tasks an older version left waiting were not signed, and workers refuse them
+//! into `<queue>.dead`; the migration counts them and says so. It never signs them: anybody with broker
+//! credentials can put a queue into the classic shape that sends the operator here, and plant tasks in it.
 
 use super::topology::{Names, task_queue_arguments};
 use super::{AmqpSettings, broker};
@@ -20,13 +20,6 @@ use lapin::options::{
 };
 use lapin::types::{FieldTable, ShortString};
 use lapin::{Channel, Confirmation, Connection, ConnectionProperties};
-use minibot_protocol::{MessageKey, SealKind, TaskEnvelope};
-
-/// The body of a task left unsigned by an older version (not sealed with any key, and read as a task).
-fn unsigned_task<'a>(key: &MessageKey, body: &'a [u8]) -> Option<&'a [u8]> {
-    let unsigned = matches!(key.open(SealKind::Task, body), Err(minibot_protocol::SealError::Unsigned));
-    (unsigned && TaskEnvelope::decode(body).is_ok()).then_some(body)
-}
 
 /// What a migration did, per queue.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +28,8 @@ pub struct Migrated {
     /// False when it already was a quorum queue (nothing to do but finish an interrupted run).
     pub converted: bool,
     pub tasks_moved: u64,
+    /// Of those, the ones no version of this project signed (left by an older one): workers refuse them.
+    pub unsigned: u64,
 }
 
 /// Migrates the task queue of every route in `settings.routes` (and the generic one).
@@ -48,7 +43,7 @@ pub async fn migrate(settings: &AmqpSettings) -> Result<Vec<Migrated>> {
     let mut done = Vec::new();
     for queue in queues {
         let is_base = queue == names.tasks_queue;
-        done.push(migrate_one(&connection, &names, &queue, is_base, &settings.message_key).await?);
+        done.push(migrate_one(&connection, &names, &queue, is_base).await?);
     }
     let _ = connection.close(200, "migrated".into()).await;
     Ok(done)
@@ -70,13 +65,7 @@ async fn is_quorum(connection: &Connection, names: &Names, queue: &ShortString) 
     Ok(declared.is_ok())
 }
 
-async fn migrate_one(
-    connection: &Connection,
-    names: &Names,
-    queue: &ShortString,
-    is_base: bool,
-    key: &MessageKey,
-) -> Result<Migrated> {
+async fn migrate_one(connection: &Connection, names: &Names, queue: &ShortString, is_base: bool) -> Result<Migrated> {
     let holding = ShortString::try_new(format!("{queue}.migrating"))
         .map_err(|_| QueueError::Broker(format!("name too long for AMQP: {queue}.migrating")))?;
     let first = channel(connection).await?;
@@ -87,7 +76,7 @@ async fn migrate_one(
     let converted = !is_quorum(connection, names, queue).await?;
     let mut moved = 0;
     if converted {
-        moved += move_all(&first, queue, &holding, Some(key)).await?;
+        moved += move_all(&first, queue, &holding, &mut 0).await?;
         // Only once empty and unused: a task published meanwhile is moved by the next round, and a worker still
         // holding a task (unacknowledged, which `if_empty` does not count) must be stopped first.
         loop {
@@ -109,7 +98,7 @@ async fn migrate_one(
                     state.consumer_count()
                 )));
             }
-            let more = move_all(&channel, queue, &holding, Some(key)).await?;
+            let more = move_all(&channel, queue, &holding, &mut 0).await?;
             let _ = channel.close(200, "moved".into()).await;
             if more == 0 {
                 return Err(QueueError::Broker(format!("cannot delete the old queue {queue}: {error}")));
@@ -130,17 +119,18 @@ async fn migrate_one(
     if is_base {
         super::topology::bind_generic_queue(&channel, names).await?;
     }
-    let back = move_all(&channel, &holding, queue, None).await?;
+    let mut unsigned = 0;
+    let back = move_all(&channel, &holding, queue, &mut unsigned).await?;
     // Nothing publishes to the holding queue but this run (RabbitMQ 3.10 cannot `if_empty`-delete a quorum
     // queue: it answers with an internal error).
     channel.queue_delete(holding, QueueDeleteOptions::default()).await.map_err(broker)?;
     let _ = channel.close(200, "done".into()).await;
-    Ok(Migrated { queue: queue.to_string(), converted, tasks_moved: moved.max(back) })
+    Ok(Migrated { queue: queue.to_string(), converted, tasks_moved: moved.max(back), unsigned })
 }
 
-/// Copies every message of `from` into `to` (confirmed) and then acknowledges it in `from`; with `seal`, an
-/// unsigned task is sealed on the way.
-async fn move_all(channel: &Channel, from: &ShortString, to: &ShortString, seal: Option<&MessageKey>) -> Result<u64> {
+/// Copies every message of `from` into `to` (confirmed) and then acknowledges it in `from`, counting the
+/// unsigned ones.
+async fn move_all(channel: &Channel, from: &ShortString, to: &ShortString, unsigned: &mut u64) -> Result<u64> {
     let mut moved = 0;
     while let Some(message) =
         channel.basic_get(from.clone(), BasicGetOptions { no_ack: false }).await.map_err(broker)?
@@ -164,13 +154,12 @@ async fn move_all(channel: &Channel, from: &ShortString, to: &ShortString, seal:
             }
             properties = properties.with_headers(kept);
         }
-        let sealed = seal.and_then(|key| unsigned_task(key, &delivery.data).map(|body| key.seal(SealKind::Task, body)));
         let confirm = channel
             .basic_publish(
                 "".into(),
                 to.clone(),
                 BasicPublishOptions { mandatory: true, immediate: false },
-                sealed.as_deref().unwrap_or(&delivery.data),
+                &delivery.data,
                 properties,
             )
             .await
@@ -182,6 +171,9 @@ async fn move_all(channel: &Channel, from: &ShortString, to: &ShortString, seal:
         }
         delivery.acker.ack(BasicAckOptions::default()).await.map_err(broker)?;
         moved += 1;
+        if !delivery.data.starts_with(b"MBS1") {
+            *unsigned += 1;
+        }
     }
     Ok(moved)
 }

@@ -92,7 +92,8 @@ impl Shared {
         if let Some(user) = &self.broker_user {
             properties = properties.with_user_id(user.clone());
         }
-        let body = self.settings.message_key.seal(target.seal_kind(), &message.body);
+        let sender = self.broker_user.as_ref().map_or("", |user| user.as_str());
+        let body = self.settings.message_key.seal(target.seal_kind(), sender, &message.body);
         if let Ok(id) = ShortString::try_new(message.id.clone()) {
             properties = properties.with_message_id(id);
         }

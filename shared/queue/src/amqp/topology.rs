@@ -312,7 +312,7 @@ mod tests {
 
     #[test]
     fn names_longer_than_amqp_allows_are_an_error() {
-        let key = minibot_protocol::MessageKey::new(&"k".repeat(32)).unwrap();
+        let key = minibot_protocol::MessageKey::new("topology-test-key-0123456789abcdef").unwrap();
         let mut settings = AmqpSettings::new("amqp://localhost", key);
         assert!(Names::new(&settings).is_ok());
         settings.queue_name = "q".repeat(300);

@@ -29,6 +29,9 @@ pub(super) fn max_bytes(kind: SealKind) -> usize {
 
 /// Refusals remembered for logging once, and worker ids remembered with their broker user.
 const REMEMBERED: usize = 4_096;
+/// Worker ids one broker user may speak for: a host runs a handful of workers, and a host that invented ids
+/// by the thousand could otherwise push another host's binding out of memory and take its id.
+const IDS_PER_USER: usize = 64;
 
 /// Why a delivery was not acted on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,6 +46,10 @@ pub(super) enum Refusal {
         worker_id: String,
         bound_to: String,
     },
+    /// The broker user already speaks for [`IDS_PER_USER`] worker ids.
+    TooManyWorkers {
+        worker_id: String,
+    },
 }
 
 impl std::fmt::Display for Refusal {
@@ -52,6 +59,9 @@ impl std::fmt::Display for Refusal {
             Self::Seal(error) => error.fmt(f),
             Self::Impersonation { worker_id, bound_to } => {
                 write!(f, "it speaks for worker `{worker_id}`, which is broker user `{bound_to}`'s")
+            }
+            Self::TooManyWorkers { worker_id } => {
+                write!(f, "worker `{worker_id}` would be this broker user's {}th worker id", IDS_PER_USER + 1)
             }
         }
     }
@@ -68,6 +78,7 @@ impl Refusal {
             Self::Seal(SealError::Stale { .. }) => "stale",
             Self::Seal(SealError::FromTheFuture { .. }) => "future",
             Self::Impersonation { .. } => "impersonation",
+            Self::TooManyWorkers { .. } => "too many workers",
         }
     }
 }
@@ -79,6 +90,7 @@ pub(super) struct Trust {
     logged_order: VecDeque<String>,
     workers: HashMap<String, String>,
     workers_order: VecDeque<String>,
+    ids_of_user: HashMap<String, usize>,
 }
 
 impl Trust {
@@ -97,16 +109,27 @@ impl Trust {
     }
 
     /// Binds `worker_id` to `user` on first sight; `Err` names the user it is bound to.
-    fn bind_worker(&mut self, worker_id: &str, user: &str) -> Result<(), String> {
+    fn bind_worker(&mut self, worker_id: &str, user: &str) -> Result<(), Refusal> {
         if let Some(bound) = self.workers.get(worker_id) {
-            return if bound == user { Ok(()) } else { Err(bound.clone()) };
+            return if bound == user {
+                Ok(())
+            } else {
+                Err(Refusal::Impersonation { worker_id: worker_id.to_string(), bound_to: bound.clone() })
+            };
         }
+        let count = self.ids_of_user.entry(user.to_string()).or_default();
+        if *count >= IDS_PER_USER {
+            return Err(Refusal::TooManyWorkers { worker_id: worker_id.to_string() });
+        }
+        *count += 1;
         self.workers.insert(worker_id.to_string(), user.to_string());
         self.workers_order.push_back(worker_id.to_string());
         if self.workers_order.len() > REMEMBERED
             && let Some(old) = self.workers_order.pop_front()
+            && let Some(user) = self.workers.remove(&old)
+            && let Some(count) = self.ids_of_user.get_mut(&user)
         {
-            self.workers.remove(&old);
+            *count = count.saturating_sub(1);
         }
         Ok(())
     }
@@ -124,7 +147,7 @@ impl Shared {
         let checked = if delivery.data.len() > limit {
             Err(Refusal::TooLarge { bytes: delivery.data.len(), limit })
         } else {
-            self.settings.message_key.open(kind, &delivery.data).map_err(Refusal::Seal)
+            self.settings.message_key.open(kind, &sender_user(delivery), &delivery.data).map_err(Refusal::Seal)
         };
         if let Err(refusal) = &checked {
             self.log_refusal(kind, delivery, refusal, None);
@@ -136,18 +159,15 @@ impl Shared {
     pub(super) fn check_sender(&self, kind: SealKind, delivery: &Delivery, worker_id: &str) -> Result<(), Refusal> {
         let user = sender_user(delivery);
         let bound = lock(&self.trust).bind_worker(worker_id, &user);
-        bound.map_err(|bound_to| {
-            let refusal = Refusal::Impersonation { worker_id: worker_id.to_string(), bound_to };
-            self.log_refusal(kind, delivery, &refusal, Some(worker_id));
-            refusal
-        })
+        bound.inspect_err(|refusal| self.log_refusal(kind, delivery, refusal, Some(worker_id)))
     }
 
     fn log_refusal(&self, kind: SealKind, delivery: &Delivery, refusal: &Refusal, claimed: Option<&str>) {
         let user = sender_user(delivery);
         let app = delivery.properties.app_id().as_ref().map(ToString::to_string).unwrap_or_default();
         let message_id = delivery.properties.message_id().as_ref().map(ToString::to_string).unwrap_or_default();
-        let key = format!("{}\u{0}{user}\u{0}{app}\u{0}{}", kind.name(), refusal.class());
+        // Not keyed by anything else the sender chooses (app_id, message id): a flood would be logged in full.
+        let key = format!("{}\u{0}{user}\u{0}{}", kind.name(), refusal.class());
         let first = lock(&self.trust).first_refusal(key);
         let (exchange, routing_key) = (delivery.exchange.as_str(), delivery.routing_key.as_str());
         if first {
@@ -174,8 +194,15 @@ mod tests {
         let mut trust = Trust::default();
         assert_eq!(trust.bind_worker("w1", "host-a"), Ok(()));
         assert_eq!(trust.bind_worker("w1", "host-a"), Ok(()));
-        assert_eq!(trust.bind_worker("w1", "host-b"), Err("host-a".into()));
-        assert_eq!(trust.bind_worker("w1", ""), Err("host-a".into()), "leaving user_id out does not help");
+        let taken = Err(Refusal::Impersonation { worker_id: "w1".into(), bound_to: "host-a".into() });
+        assert_eq!(trust.bind_worker("w1", "host-b"), taken);
+        assert!(trust.bind_worker("w1", "").is_err(), "leaving user_id out does not help");
+        // A host cannot invent ids until host-a's binding is forgotten.
+        for n in 0..IDS_PER_USER {
+            assert_eq!(trust.bind_worker(&format!("ghost-{n}"), "host-b"), Ok(()));
+        }
+        assert!(matches!(trust.bind_worker("ghost-x", "host-b"), Err(Refusal::TooManyWorkers { .. })));
+        assert_eq!(trust.bind_worker("w1", "host-b"), taken);
         assert!(trust.first_refusal("x".into()));
         assert!(!trust.first_refusal("x".into()));
     }

@@ -131,7 +131,9 @@ impl Shared {
                 return Ok(None);
             }
         };
-        let attempt = delivery_count(&delivery.properties).saturating_add(1);
+        // The count is the broker's only on a redelivery: on a first delivery the header, if any, is whatever the
+        // publisher wrote (outside the seal), and a replayed task with a large count would pass as exhausted.
+        let attempt = if delivery.redelivered { delivery_count(&delivery.properties).saturating_add(1) } else { 1 };
         let task_id = envelope.task_id.clone();
         if lock(&self.settled).contains(&task_id) {
             tracing::info!(task_id = %task_id, "redelivery of a task settled here; dropped");
