@@ -70,7 +70,7 @@ pub fn init(config: &Config, verbose: bool) -> anyhow::Result<()> {
         tracing::info!(
             path = %path.display(),
             old_mode = format!("{old:o}"),
-            new_mode = format!("{:o}", old & !0o077),
+            new_mode = format!("{:o}", private_fs::private_mode(old)),
             "made a log file private: the group and others could read it"
         );
     }

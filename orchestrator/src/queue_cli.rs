@@ -45,7 +45,7 @@ async fn migrate(config: &Config) -> anyhow::Result<ExitCode> {
 
 /// Listens for one and a half heartbeats and prints who spoke.
 async fn workers(config: &Config) -> anyhow::Result<ExitCode> {
-    let queue = backend::open_orchestrator_queue(config).await?.queue;
+    let queue = backend::open_orchestrator_queue(config, &[]).await?.queue;
     let heartbeat = Duration::from_secs(config.worker.heartbeat_seconds.max(1));
     let until = Instant::now() + heartbeat + heartbeat / 2;
     let mut seen: BTreeMap<String, WorkerStatus> = BTreeMap::new();

@@ -454,11 +454,7 @@ fn cap_result(kind: &mut WorkerEventKind) {
     let WorkerEventKind::Finished { text, error, .. } = kind else { return };
     for field in [text, error].into_iter().flatten() {
         if field.len() > MAX_RESULT_BYTES {
-            let mut end = MAX_RESULT_BYTES - NOTE.len();
-            while !field.is_char_boundary(end) {
-                end -= 1;
-            }
-            field.truncate(end);
+            field.truncate(field.floor_char_boundary(MAX_RESULT_BYTES - NOTE.len()));
             field.push_str(NOTE);
         }
     }

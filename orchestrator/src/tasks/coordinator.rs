@@ -339,31 +339,24 @@ impl Handler<Apply> for TaskCoordinator {
                     // Changes no record but the attempt's holder (a quick attempt may ask before it says it
                     // started): asked in the background, acknowledged now (a question lost in a crash goes
                     // unanswered, and the worker denies). One of an older attempt, or of a task that ended, is
-                    // answered no at once by the relay.
-                    match hub.store.hold(&event.task_id, &attempt).await {
-                        Ok(Applied::NotHolder { holder }) => {
-                            refused(event, &holder);
-                            return (Route::Nothing, Some(delivery));
-                        }
-                        Ok(_) => {}
-                        Err(error) => {
-                            tracing::error!(task_id = %event.task_id, error = %error, "cannot apply a worker event");
-                            return (Route::Nothing, None);
-                        }
+                    // answered no at once by the relay. A refused or failed one is handled below, as any event.
+                    let held = hub.store.hold(&event.task_id, &attempt).await;
+                    if !matches!(held, Ok(Applied::NotHolder { .. }) | Err(_)) {
+                        let request = ApprovalRequest {
+                            approval_id: approval_id.clone(),
+                            tool: tool.clone(),
+                            detail: detail.clone(),
+                            reason: reason.clone(),
+                        };
+                        let question = WorkerQuestion {
+                            task_id: event.task_id.clone(),
+                            attempt: event.attempt,
+                            request,
+                            worker_wait: wait_ms.map(std::time::Duration::from_millis),
+                        };
+                        return (Route::Approval(question), Some(delivery));
                     }
-                    let request = ApprovalRequest {
-                        approval_id: approval_id.clone(),
-                        tool: tool.clone(),
-                        detail: detail.clone(),
-                        reason: reason.clone(),
-                    };
-                    let question = WorkerQuestion {
-                        task_id: event.task_id.clone(),
-                        attempt: event.attempt,
-                        request,
-                        worker_wait: wait_ms.map(std::time::Duration::from_millis),
-                    };
-                    return (Route::Approval(question), Some(delivery));
+                    held
                 }
                 WorkerEventKind::Unknown => {
                     tracing::debug!(task_id = %event.task_id, "worker event of an unknown kind; skipped");

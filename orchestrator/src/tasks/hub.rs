@@ -41,12 +41,14 @@ pub struct TaskHub {
 impl TaskHub {
     pub async fn open(config: Arc<Config>, memory: Store) -> anyhow::Result<Arc<Self>> {
         let store = TaskStore::open(&backend::tasks_db_path(&config)?).await?.with_redactor(config.redactor());
-        let OrchestratorQueue { queue, sqlite } = backend::open_orchestrator_queue(&config).await?;
         let agents = if config.specialists_enabled() {
             load_agents(&config.resolve_path(&config.orchestration.directory))?
         } else {
             Vec::new()
         };
+        // Every specialist's queue exists before any worker looks for it (declared with RabbitMQ).
+        let routes: Vec<String> = agents.iter().map(|a| minibot_protocol::route_for(Some(&a.name))).collect();
+        let OrchestratorQueue { queue, sqlite } = backend::open_orchestrator_queue(&config, &routes).await?;
         let roster = agents.iter().map(|a| (a.name.clone(), a.description.clone())).collect();
         let config_heartbeat = config.worker.heartbeat_seconds.max(1);
         Ok(Arc::new(Self {

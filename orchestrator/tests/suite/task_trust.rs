@@ -5,13 +5,10 @@
 //! `get_task` still reads all of it.
 
 use super::harness::Harness;
+use super::task_support::{AskingChannel, chat, hub, register_asking, register_channel};
 use actix::prelude::*;
-use minibot_agent::ToolContext;
 use minibot_orchestrator::channels::console::{CHANNEL, Console, OnceStatus, Screen};
-use minibot_orchestrator::messages::{
-    ApprovalDecision, AskApproval, ChannelCapabilities, ChannelHandle, Inbound, Outbound, OutboundRole, Progress,
-    RegisterChannel,
-};
+use minibot_orchestrator::messages::{ApprovalDecision, Inbound, Outbound, OutboundRole};
 use minibot_orchestrator::router;
 use minibot_orchestrator::tasks::TaskHub;
 use minibot_orchestrator::tasks::coordinator::TaskCoordinator;
@@ -23,20 +20,6 @@ use minibot_tools::tasks::{Delivery, TaskRequest, TaskService};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-fn hub(h: &Harness) -> Arc<TaskHub> {
-    h.runtime.tasks.clone().expect("tasks are enabled")
-}
-
-fn chat(channel: &str, chat_id: i64) -> ToolContext {
-    ToolContext {
-        channel: channel.into(),
-        chat_id: Some(chat_id),
-        user_id: Some(7),
-        owner_id: "primary".into(),
-        ..ToolContext::default()
-    }
-}
 
 /// Starts the coordinator and queues one `spawn_task` task from the `test` chat 1.
 async fn start_task(h: &Harness) -> (Arc<TaskHub>, String) {
@@ -121,31 +104,6 @@ async fn a_result_from_a_worker_that_does_not_hold_the_attempt_is_refused() {
     queue.close().await;
 }
 
-/// A chat that can be asked: it hands each question to the test and says no.
-struct AskingChannel(tokio::sync::mpsc::UnboundedSender<AskApproval>);
-
-impl Actor for AskingChannel {
-    type Context = Context<Self>;
-}
-
-impl Handler<AskApproval> for AskingChannel {
-    type Result = MessageResult<AskApproval>;
-    fn handle(&mut self, msg: AskApproval, _ctx: &mut Context<Self>) -> Self::Result {
-        let _ = self.0.send(msg);
-        MessageResult(ApprovalDecision::Denied)
-    }
-}
-
-impl Handler<Outbound> for AskingChannel {
-    type Result = ();
-    fn handle(&mut self, _msg: Outbound, _ctx: &mut Context<Self>) {}
-}
-
-impl Handler<Progress> for AskingChannel {
-    type Result = ();
-    fn handle(&mut self, _msg: Progress, _ctx: &mut Context<Self>) {}
-}
-
 fn question(approval_id: &str, detail: &str) -> WorkerEventKind {
     WorkerEventKind::ApprovalRequest {
         approval_id: approval_id.into(),
@@ -162,16 +120,8 @@ async fn an_approval_question_from_a_worker_that_does_not_hold_the_attempt_is_ne
     let hub = hub(&h);
     TaskCoordinator::new(hub.clone(), router::task_routes(&h.router)).start();
     let (asked_tx, mut asked) = tokio::sync::mpsc::unbounded_channel();
-    let channel = AskingChannel(asked_tx).start();
-    let handle = ChannelHandle {
-        outbound: channel.clone().recipient(),
-        progress: channel.clone().recipient(),
-        capabilities: ChannelCapabilities::default(),
-        files: None,
-        approvals: Some(channel.recipient()),
-        confirms_delivery: false,
-    };
-    h.router.send(RegisterChannel { name: "asking".into(), handle }).await.unwrap();
+    let channel = AskingChannel { asked: asked_tx, answer: ApprovalDecision::Denied }.start();
+    register_asking(&h, "asking", channel).await;
     hub.submit(TaskRequest::new(Delivery::Spawn, "check the disk"), &chat("asking", 3)).await.unwrap();
     let queue = worker(&hub).await;
     let task = claim(&queue).await;
@@ -270,15 +220,7 @@ async fn console_once_ends_when_its_task_is_cancelled_by_someone_else() {
     let console = Console::new(1, Box::new(Capture(shown.clone())), Default::default())
         .with_once(inbound.event_id.clone(), status_tx)
         .start();
-    let handle = ChannelHandle {
-        outbound: console.clone().recipient(),
-        progress: console.clone().recipient(),
-        capabilities: ChannelCapabilities::default(),
-        files: None,
-        approvals: None,
-        confirms_delivery: false,
-    };
-    h.router.send(RegisterChannel { name: CHANNEL.into(), handle }).await.unwrap();
+    register_channel(&h, CHANNEL, console, None).await;
     h.router.do_send(inbound);
 
     let queue = worker(&hub).await;

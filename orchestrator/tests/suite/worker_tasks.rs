@@ -3,11 +3,10 @@
 //! worker; `cancel_task` says `cancelled: true` only when the cancel reached the queue.
 
 use super::harness::Harness;
+use super::task_support::{AskingChannel, chat, hub, register_asking};
 use actix::prelude::*;
 use minibot_agent::ToolContext;
-use minibot_orchestrator::messages::{
-    ApprovalDecision, AskApproval, ChannelCapabilities, ChannelHandle, Outbound, Progress, RegisterChannel,
-};
+use minibot_orchestrator::messages::{ApprovalDecision, AskApproval, Outbound, Progress};
 use minibot_orchestrator::router;
 use minibot_orchestrator::tasks::TaskHub;
 use minibot_orchestrator::tasks::coordinator::TaskCoordinator;
@@ -20,65 +19,7 @@ use minibot_tools::tasks::{Delivery, TaskRequest, TaskService};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
-
-/// A channel that can ask: it records every question and answers each with a fixed decision.
-struct AskingChannel {
-    asked: UnboundedSender<AskApproval>,
-    answer: ApprovalDecision,
-}
-
-impl Actor for AskingChannel {
-    type Context = Context<Self>;
-}
-
-impl Handler<AskApproval> for AskingChannel {
-    type Result = MessageResult<AskApproval>;
-    fn handle(&mut self, msg: AskApproval, _ctx: &mut Context<Self>) -> Self::Result {
-        let _ = self.asked.send(msg);
-        MessageResult(self.answer.clone())
-    }
-}
-
-impl Handler<Outbound> for AskingChannel {
-    type Result = ();
-    fn handle(&mut self, _msg: Outbound, _ctx: &mut Context<Self>) {}
-}
-
-impl Handler<Progress> for AskingChannel {
-    type Result = ();
-    fn handle(&mut self, _msg: Progress, _ctx: &mut Context<Self>) {}
-}
-
-/// Registers a channel that can ask for approvals under `name`.
-async fn register_asking<A>(h: &Harness, name: &str, channel: Addr<A>)
-where
-    A: Actor<Context = Context<A>> + Handler<Outbound> + Handler<Progress> + Handler<AskApproval>,
-{
-    let handle = ChannelHandle {
-        outbound: channel.clone().recipient(),
-        progress: channel.clone().recipient(),
-        capabilities: ChannelCapabilities::default(),
-        files: None,
-        approvals: Some(channel.recipient()),
-        confirms_delivery: false,
-    };
-    h.router.send(RegisterChannel { name: name.into(), handle }).await.unwrap();
-}
-
-fn hub(h: &Harness) -> Arc<TaskHub> {
-    h.runtime.tasks.clone().expect("tasks are enabled")
-}
-
-fn chat(channel: &str, chat_id: i64) -> ToolContext {
-    ToolContext {
-        channel: channel.into(),
-        chat_id: Some(chat_id),
-        user_id: Some(7),
-        owner_id: "primary".into(),
-        ..ToolContext::default()
-    }
-}
+use tokio::sync::mpsc::unbounded_channel;
 
 async fn submit(hub: &TaskHub, ctx: &ToolContext) -> String {
     let queued = hub.submit(TaskRequest::new(Delivery::Spawn, "check the disk"), ctx).await.unwrap();

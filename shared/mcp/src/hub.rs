@@ -288,19 +288,19 @@ impl McpHub {
 /// ignored). For callers that drive [`McpServer`]s themselves rather than through a hub. A remote tool whose
 /// binding name providers would refuse, or that another of the server's tools also gets, has no binding.
 pub fn bindings(prefix: &str, server: &Arc<McpServer>, tools: &[RemoteTool]) -> Vec<Arc<dyn DynTool>> {
-    let all: Vec<Arc<dyn DynTool>> = match server.mode() {
+    match server.mode() {
+        // `admit` has checked the names.
         McpMode::Bridge => names::admit(prefix, server.name(), tools)
             .into_iter()
             .map(|remote| Arc::new(BridgeTool::new(prefix, Arc::clone(server), remote)) as Arc<dyn DynTool>)
             .collect(),
-        // Lazy bindings exist even when the server is down: they retry the connection when called.
-        McpMode::Lazy => vec![
-            Arc::new(LazyListTool::new(prefix, Arc::clone(server))),
+        // Lazy bindings exist even when the server is down: they retry the connection when called. Only the prefix
+        // and server name can make their names unusable; the hub refuses such a server.
+        McpMode::Lazy => [
+            Arc::new(LazyListTool::new(prefix, Arc::clone(server))) as Arc<dyn DynTool>,
             Arc::new(LazyCallTool::new(prefix, Arc::clone(server))),
-        ],
-    };
-    // Only the prefix and server name can make a lazy binding's name unusable; the hub refuses such a server.
-    all.into_iter()
+        ]
+        .into_iter()
         .filter(|tool| {
             let safe = names::provider_safe(tool.name());
             if !safe {
@@ -308,7 +308,8 @@ pub fn bindings(prefix: &str, server: &Arc<McpServer>, tools: &[RemoteTool]) -> 
             }
             safe
         })
-        .collect()
+        .collect(),
+    }
 }
 
 /// Drops the bindings whose name a binding of another server has too: server `a` with tool `_x` and server `a_`

@@ -8,7 +8,7 @@
 //! names them.
 
 use crate::server::RemoteTool;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 /// The longest tool name the providers accept.
 pub const MAX_TOOL_NAME_CHARS: usize = 64;
@@ -22,29 +22,29 @@ pub fn provider_safe(name: &str) -> bool {
 /// The remote tools of one bridge server that may become bindings: their binding name is provider-safe and no
 /// other tool of the server has the same one. The others are logged and left out.
 pub fn admit<'a>(prefix: &str, server: &str, tools: &'a [RemoteTool]) -> Vec<&'a RemoteTool> {
-    let mut by_name: BTreeMap<String, Vec<&RemoteTool>> = BTreeMap::new();
-    for tool in tools {
-        let name = crate::binding_name(prefix, server, &tool.name);
-        if provider_safe(&name) {
-            by_name.entry(name).or_default().push(tool);
-        } else {
-            // `?` and the excerpt: the name is the server's text, and may be long or hold line breaks.
-            tracing::warn!(
-                server = %server,
-                tool = ?minibot_agent::excerpt(&tool.name),
-                "mcp tool dropped: its name as the model would see it is not 1-{MAX_TOOL_NAME_CHARS} characters of \
-                 [A-Za-z0-9_-], which providers refuse"
-            );
-        }
-    }
-    for name in by_name.iter().filter(|(_, tools)| tools.len() > 1).map(|(name, _)| name) {
+    // In the server's order, which is the order the model sees them in.
+    let named: Vec<(String, &RemoteTool)> = tools
+        .iter()
+        .filter_map(|tool| {
+            let name = crate::binding_name(prefix, server, &tool.name);
+            if !provider_safe(&name) {
+                // `?` and the excerpt: the name is the server's text, and may be long or hold line breaks.
+                tracing::warn!(
+                    server = %server,
+                    tool = ?minibot_agent::excerpt(&tool.name),
+                    "mcp tool dropped: its name as the model would see it is not 1-{MAX_TOOL_NAME_CHARS} characters \
+                     of [A-Za-z0-9_-], which providers refuse"
+                );
+                return None;
+            }
+            Some((name, tool))
+        })
+        .collect();
+    let twins = shared(named.iter().map(|(name, _)| name.as_str()));
+    for name in &twins {
         warn_shared(name, &[server]);
     }
-    // In the server's order, which is the order the model sees them in.
-    tools
-        .iter()
-        .filter(|tool| by_name.get(&crate::binding_name(prefix, server, &tool.name)).is_some_and(|t| t.len() == 1))
-        .collect()
+    named.into_iter().filter(|(name, _)| !twins.contains(name)).map(|(_, tool)| tool).collect()
 }
 
 /// The names that occur more than once in `names` (one name per binding, any server).

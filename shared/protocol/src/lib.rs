@@ -20,7 +20,7 @@ mod seal;
 mod state;
 
 pub use fleet::{SpecialistVersion, WorkerState, WorkerStatus};
-pub use seal::{KeyError, MIN_KEY_CHARS, MessageKey, SealError, SealKind, generate_key_hex};
+pub use seal::{KeyError, MIN_KEY_CHARS, MessageKey, SealError, SealKind, generate_key_hex, is_sealed};
 pub use state::{Delivery, TaskStatus, TaskUsage, UnknownName};
 
 use serde::de::DeserializeOwned;

@@ -164,7 +164,7 @@ impl MessageKey {
         frame: &'a [u8],
         now_ms: u64,
     ) -> Result<&'a [u8], SealError> {
-        if frame.len() < HEADER_LEN || &frame[..MAGIC.len()] != MAGIC {
+        if !is_sealed(frame) {
             return Err(SealError::Unsigned);
         }
         let found = frame[MAGIC.len()];
@@ -199,6 +199,11 @@ impl MessageKey {
         }
         Ok(body)
     }
+}
+
+/// Whether `frame` is in the sealed format at all (whatever its key): what `minibot queue migrate` counts.
+pub fn is_sealed(frame: &[u8]) -> bool {
+    frame.len() >= HEADER_LEN && frame.starts_with(MAGIC)
 }
 
 /// A new random key: 64 hex digits (256 bits), for `minibot vault generate`.

@@ -82,8 +82,9 @@ pub async fn open_worker_queue(config: &Config, worker_id: &str, routes: &[Strin
     }
 }
 
-/// Opens the orchestrator's side of the configured queue.
-pub async fn open_orchestrator_queue(config: &Config) -> Result<OrchestratorQueue> {
+/// Opens the orchestrator's side of the configured queue. With RabbitMQ, the queues of `specialist_routes` are
+/// declared at once: a least-privilege worker may not declare one (docs/deploy.md, "Broker users").
+pub async fn open_orchestrator_queue(config: &Config, specialist_routes: &[String]) -> Result<OrchestratorQueue> {
     match config.tasks.backend {
         TaskBackend::Sqlite => {
             let queue = Arc::new(open_sqlite(config, ORCHESTRATOR_ID).await?);
@@ -91,14 +92,7 @@ pub async fn open_orchestrator_queue(config: &Config) -> Result<OrchestratorQueu
         }
         TaskBackend::Rabbitmq => {
             let queue = connect_amqp(config, ORCHESTRATOR_ID, &[]).await?;
-            // Every specialist's queue exists before any worker looks for it: a least-privilege worker may not
-            // declare one (docs/deploy.md, "Broker users"). Agent files that do not load stop start-up elsewhere.
-            if config.specialists_enabled()
-                && let Ok(agents) = minibot_config::load_agents(&config.resolve_path(&config.orchestration.directory))
-            {
-                let routes: Vec<String> = agents.iter().map(|a| minibot_protocol::route_for(Some(&a.name))).collect();
-                queue.declare_route_queues(&routes).await?;
-            }
+            queue.declare_route_queues(specialist_routes).await?;
             Ok(OrchestratorQueue { queue: Arc::new(queue), sqlite: None })
         }
     }
@@ -187,10 +181,10 @@ mod tests {
         assert!(worker.starts_with("rabbitmq.message_key: is not set"), "{worker}");
         assert!(worker.contains("minibot vault generate"), "{worker}");
         assert!(!worker.contains('\n'), "one line: {worker}");
-        let orchestrator = open_orchestrator_queue(&config).await.err().map(|e| e.to_string()).unwrap_or_default();
+        let orchestrator = open_orchestrator_queue(&config, &[]).await.err().map(|e| e.to_string()).unwrap_or_default();
         assert!(orchestrator.starts_with("rabbitmq.message_key: is not set"), "{orchestrator}");
         config.rabbitmq.message_key = "too-short".into();
-        let error = open_orchestrator_queue(&config).await.err().map(|e| e.to_string()).unwrap_or_default();
+        let error = open_orchestrator_queue(&config, &[]).await.err().map(|e| e.to_string()).unwrap_or_default();
         assert!(error.starts_with("rabbitmq.message_key: is 9 characters long; use at least 32"), "{error}");
     }
 }

@@ -73,7 +73,7 @@ fn prepare_files(path: &Path) -> Result<()> {
             Ok(Some(old)) => tracing::info!(
                 path = %file.display(),
                 old_mode = format!("{old:o}"),
-                new_mode = format!("{:o}", old & !0o077),
+                new_mode = format!("{:o}", private_fs::private_mode(old)),
                 "made a database file private: the group and others could read it"
             ),
             Err(error) => tracing::warn!(

@@ -22,10 +22,7 @@ const GROUP_AND_OTHERS: u32 = 0o077;
 
 /// Creates `path` and every missing folder above it with mode 0700. Folders that exist are not changed.
 pub fn create_dir_all(path: &Path) -> io::Result<()> {
-    if path.as_os_str().is_empty() || path.is_dir() {
-        return Ok(());
-    }
-    // The missing folders, deepest first; the walk stops at the first one that exists.
+    // The missing folders, deepest first; the walk stops at the first one that exists (at once when `path` does).
     let mut missing = Vec::new();
     let mut current = Some(path);
     while let Some(folder) = current.filter(|f| !f.as_os_str().is_empty()) {
@@ -75,6 +72,17 @@ pub fn open_append(path: &Path) -> io::Result<File> {
     OpenOptions::new().create(true).append(true).mode(FILE_MODE).open(path)
 }
 
+/// `mode` without the group's and others' bits: what [`tighten`] leaves.
+pub fn private_mode(mode: u32) -> u32 {
+    mode & !GROUP_AND_OTHERS
+}
+
+/// The permission bits of a file the group or others can access; `None` for one that is private, or not a file.
+fn too_open(meta: &std::fs::Metadata) -> Option<u32> {
+    let mode = meta.permissions().mode() & 0o7777;
+    (meta.is_file() && mode & GROUP_AND_OTHERS != 0).then_some(mode)
+}
+
 /// Takes the group's and others' bits off an existing file of ours; returns the mode it had when that changed
 /// it. A missing file, or one that is already private, is left alone (`None`).
 pub fn tighten(path: &Path) -> io::Result<Option<u32>> {
@@ -83,22 +91,15 @@ pub fn tighten(path: &Path) -> io::Result<Option<u32>> {
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(err) => return Err(err),
     };
-    let mode = meta.permissions().mode() & 0o7777;
-    if !meta.is_file() || mode & GROUP_AND_OTHERS == 0 {
-        return Ok(None);
-    }
-    std::fs::set_permissions(path, Permissions::from_mode(mode & !GROUP_AND_OTHERS))?;
+    let Some(mode) = too_open(&meta) else { return Ok(None) };
+    std::fs::set_permissions(path, Permissions::from_mode(private_mode(mode)))?;
     Ok(Some(mode))
 }
 
 /// [`tighten`] on a file already open (no name to look up again).
 pub fn tighten_open(file: &File) -> io::Result<Option<u32>> {
-    let meta = file.metadata()?;
-    let mode = meta.permissions().mode() & 0o7777;
-    if !meta.is_file() || mode & GROUP_AND_OTHERS == 0 {
-        return Ok(None);
-    }
-    file.set_permissions(Permissions::from_mode(mode & !GROUP_AND_OTHERS))?;
+    let Some(mode) = too_open(&file.metadata()?) else { return Ok(None) };
+    file.set_permissions(Permissions::from_mode(private_mode(mode)))?;
     Ok(Some(mode))
 }
 

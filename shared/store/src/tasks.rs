@@ -236,6 +236,38 @@ macro_rules! host_of {
     };
 }
 
+/// The guarded update a worker's event makes to an open task: the assignments `$set` special to the event
+/// (each ending in a comma), then the attempt, the time and the holder, when [`held_by!`] lets the worker hold the
+/// attempt. Its parameters are those [`held_query`] binds (`?1` to `?5`), then the event's own from `?6`.
+macro_rules! held_update {
+    ($set:literal) => {
+        concat!(
+            "UPDATE tasks SET ",
+            $set,
+            " attempts = MAX(attempts, ?2), updated_at = ?3, worker_host = ",
+            host_of!("?4", "?5"),
+            ", worker_id = ?4 WHERE id = ?1 AND status IN ('pending', 'running') AND ",
+            held_by!("?2", "?4"),
+            " RETURNING *"
+        )
+    };
+}
+
+/// A [`held_update!`] statement with its common parameters bound: the task `?1`, the attempt's number `?2`, the
+/// time `?3`, its worker `?4` and that worker's host `?5`.
+fn held_query(
+    sql: &'static str,
+    task_id: &str,
+    attempt: &Attempt<'_>,
+) -> sqlx::query::Query<'static, sqlx::Sqlite, sqlx::sqlite::SqliteArguments> {
+    sqlx::query(sql)
+        .bind(task_id)
+        .bind(i64::from(attempt.number))
+        .bind(now())
+        .bind(attempt.worker_id)
+        .bind(attempt.host)
+}
+
 /// `text` as stored: at most [`MAX_STORED_TEXT_BYTES`], cut at a character boundary with a line saying so.
 fn capped(text: Cow<'_, str>) -> Cow<'_, str> {
     if text.len() <= MAX_STORED_TEXT_BYTES {
@@ -416,22 +448,8 @@ impl TaskStore {
 
     /// A worker started an attempt; `attempt.host` is where it runs, when it announced itself.
     pub async fn started(&self, task_id: &str, attempt: &Attempt<'_>) -> Result<Applied> {
-        let now = now();
-        let row = sqlx::query(concat!(
-            "UPDATE tasks SET status = 'running', attempts = MAX(attempts, ?2),
-                 started_at = COALESCE(started_at, ?3), updated_at = ?3, worker_host = ",
-            host_of!("?4", "?5"),
-            ", worker_id = ?4 WHERE id = ?1 AND status IN ('pending', 'running') AND ",
-            held_by!("?2", "?4"),
-            " RETURNING *"
-        ))
-        .bind(task_id)
-        .bind(i64::from(attempt.number))
-        .bind(&now)
-        .bind(attempt.worker_id)
-        .bind(attempt.host)
-        .fetch_optional(&self.pool)
-        .await?;
+        let sql = held_update!("status = 'running', started_at = COALESCE(started_at, ?3),");
+        let row = held_query(sql, task_id, attempt).fetch_optional(&self.pool).await?;
         let Some(row) = row else { return self.not_applied(task_id, attempt.number, attempt.worker_id).await };
         let payload = json!({ "attempt": attempt.number, "worker_id": attempt.worker_id });
         self.add_event(task_id, "running", &payload).await?;
@@ -439,21 +457,10 @@ impl TaskStore {
     }
 
     pub async fn progress(&self, task_id: &str, attempt: &Attempt<'_>, progress: &Value) -> Result<Applied> {
-        let row = sqlx::query(concat!(
-            "UPDATE tasks SET progress = ?2, attempts = MAX(attempts, ?3), updated_at = ?4, worker_host = ",
-            host_of!("?5", "?6"),
-            ", worker_id = ?5 WHERE id = ?1 AND status IN ('pending', 'running') AND ",
-            held_by!("?3", "?5"),
-            " RETURNING *"
-        ))
-        .bind(task_id)
-        .bind(self.redact_json(progress))
-        .bind(i64::from(attempt.number))
-        .bind(now())
-        .bind(attempt.worker_id)
-        .bind(attempt.host)
-        .fetch_optional(&self.pool)
-        .await?;
+        let row = held_query(held_update!("progress = ?6,"), task_id, attempt)
+            .bind(self.redact_json(progress))
+            .fetch_optional(&self.pool)
+            .await?;
         let Some(row) = row else { return self.not_applied(task_id, attempt.number, attempt.worker_id).await };
         self.add_event(task_id, "progress", progress).await?;
         Ok(Applied::Updated(row_to_record(&row)?))
@@ -463,20 +470,7 @@ impl TaskStore {
     /// the first event of a quick attempt): `Updated` when the worker holds the attempt (now), `Ignored` when
     /// the task ended or is unknown.
     pub async fn hold(&self, task_id: &str, attempt: &Attempt<'_>) -> Result<Applied> {
-        let row = sqlx::query(concat!(
-            "UPDATE tasks SET attempts = MAX(attempts, ?2), updated_at = ?3, worker_host = ",
-            host_of!("?4", "?5"),
-            ", worker_id = ?4 WHERE id = ?1 AND status IN ('pending', 'running') AND ",
-            held_by!("?2", "?4"),
-            " RETURNING *"
-        ))
-        .bind(task_id)
-        .bind(i64::from(attempt.number))
-        .bind(now())
-        .bind(attempt.worker_id)
-        .bind(attempt.host)
-        .fetch_optional(&self.pool)
-        .await?;
+        let row = held_query(held_update!(""), task_id, attempt).fetch_optional(&self.pool).await?;
         match row {
             Some(row) => Ok(Applied::Updated(row_to_record(&row)?)),
             None => self.not_applied(task_id, attempt.number, attempt.worker_id).await,

@@ -245,25 +245,10 @@ async fn fetch(
     // file outside the root. (A short blocking write: Telegram files are at most 20 MB.) The upload is written
     // private (0600, whatever the umask) under a hidden name next to the target, then renamed over it, so a
     // failed write leaves nothing and a message delivered twice replaces its file whole.
-    let save = || -> std::io::Result<()> {
-        let parked = match relative.rsplit_once('/') {
-            Some((folder, file)) => format!("{folder}/.{file}.{}.part", std::process::id()),
-            None => format!(".{relative}.{}.part", std::process::id()),
-        };
-        let parked = root.resolve(&parked).map_err(|e| std::io::Error::other(e.to_string()))?;
-        root.create_parent(&target)?;
-        if let Err(error) = root.create_new_with_mode(&parked, &bytes, minibot_sqlite::private_fs::FILE_MODE) {
-            // A name that was taken is not ours to remove; a file whose write failed half-way is.
-            if error.kind() != std::io::ErrorKind::AlreadyExists {
-                let _ = root.remove_file(&parked);
-            }
-            return Err(error);
-        }
-        root.rename(&parked, &target).inspect_err(|_| {
-            let _ = root.remove_file(&parked);
-        })
-    };
-    if let Err(error) = save() {
+    let save = root
+        .create_parent(&target)
+        .and_then(|()| root.replace_with_mode(&target, &bytes, minibot_sqlite::private_fs::FILE_MODE));
+    if let Err(error) = save {
         tracing::warn!(chat_id, message_id, source, path = %target.absolute.display(), %error, "cannot save the attachment");
         return Err(SkipReason::SaveFailed);
     }

@@ -171,7 +171,7 @@ async fn move_all(channel: &Channel, from: &ShortString, to: &ShortString, unsig
         }
         delivery.acker.ack(BasicAckOptions::default()).await.map_err(broker)?;
         moved += 1;
-        if !delivery.data.starts_with(b"MBS1") {
+        if !minibot_protocol::is_sealed(&delivery.data) {
             *unsigned += 1;
         }
     }

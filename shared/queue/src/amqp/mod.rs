@@ -31,8 +31,8 @@
 //! [`WorkQueue::settle`] answer `LeaseLost` and the worker drops it; the redelivery counts as another attempt.
 //! Because a confirmed terminal event may still be followed by a redelivery (the ack was lost with the
 //! connection), [`TaskQueue::next_event`] remembers which task attempts already delivered a terminal event
-//! (by task, attempt and worker) and drops later events of theirs, and a worker acknowledges without running a redelivery of a task whose terminal
-//! event it already published.
+//! (by task, attempt and worker) and drops later events of theirs, and a worker acknowledges without running
+//! a redelivery of a task whose terminal event it already published.
 //!
 //! Cancel before claim: every worker remembers cancelled task ids (bounded), and a claim of such a task
 //! reports it cancelled and settles it instead of returning it. A cancel sent while no worker is connected

@@ -9,10 +9,11 @@
 //! RabbitMQ checks against the connection's login. A worker id is bound to the broker user it was first heard
 //! from, so a worker host with its own broker user cannot speak for a worker of another host.
 
+use super::buffers::Remembered;
 use super::{Shared, lock};
 use lapin::message::Delivery;
 use minibot_protocol::{SealError, SealKind};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 
 /// Largest delivery of each kind, checked before the seal or the decoder reads it. Tasks carry a prompt and a
 /// context the worker caps far lower; events carry a result the worker caps at [`MAX_RESULT_BYTES`].
@@ -27,7 +28,7 @@ pub(super) fn max_bytes(kind: SealKind) -> usize {
     }
 }
 
-/// Refusals remembered for logging once, and worker ids remembered with their broker user.
+/// Worker ids remembered with their broker user (refusals are remembered as other ids are, [`Remembered`]).
 const REMEMBERED: usize = 4_096;
 /// Worker ids one broker user may speak for: a host runs a handful of workers, and a host that invented ids
 /// by the thousand could otherwise push another host's binding out of memory and take its id.
@@ -86,8 +87,7 @@ impl Refusal {
 /// Bounded memory of who was refused for what, and of which broker user each worker id belongs to.
 #[derive(Debug, Default)]
 pub(super) struct Trust {
-    logged: HashSet<String>,
-    logged_order: VecDeque<String>,
+    logged: Remembered,
     workers: HashMap<String, String>,
     workers_order: VecDeque<String>,
     ids_of_user: HashMap<String, usize>,
@@ -96,16 +96,9 @@ pub(super) struct Trust {
 impl Trust {
     /// Whether this refusal is the first of its sender and reason (then it is logged as a warning).
     fn first_refusal(&mut self, key: String) -> bool {
-        if !self.logged.insert(key.clone()) {
-            return false;
-        }
-        self.logged_order.push_back(key);
-        if self.logged_order.len() > REMEMBERED
-            && let Some(old) = self.logged_order.pop_front()
-        {
-            self.logged.remove(&old);
-        }
-        true
+        let first = !self.logged.contains(&key);
+        self.logged.insert(&key);
+        first
     }
 
     /// Binds `worker_id` to `user` on first sight; `Err` names the user it is bound to.

@@ -135,7 +135,14 @@ impl ManagedRoot {
     /// over the name. Other hard links to the old file keep the old content.
     pub fn replace(&self, path: &ManagedPath, bytes: &[u8]) -> io::Result<()> {
         let (folder, name) = self.folder_and_name(path)?;
-        replace_in(&folder, name, bytes)
+        replace_in(&folder, name, bytes, None)
+    }
+
+    /// [`Self::replace`] with exactly `mode` for the new file, whatever the old file's bits or the umask; the old
+    /// file at the name is not looked at.
+    pub fn replace_with_mode(&self, path: &ManagedPath, bytes: &[u8], mode: u32) -> io::Result<()> {
+        let (folder, name) = self.folder_and_name(path)?;
+        replace_in(&folder, name, bytes, Some(mode))
     }
 
     /// Moves `from` to `to`, replacing a file there. Neither name's last component is followed.
@@ -202,14 +209,22 @@ fn not_a_file_name(path: &Path) -> io::Error {
 
 /// Writes a new file next to `name` in `folder` and renames it over `name`. The new file takes the old one's
 /// permission bits, so replacing an executable script keeps it executable. A file the user made read-only stays
-/// unwritable, as it was when files were written in place: only the folder's permission governs a rename.
-fn replace_in(folder: &Dir, name: &OsStr, bytes: &[u8]) -> io::Result<()> {
-    let permissions = folder.symlink_metadata(name).ok().filter(Metadata::is_file).map(|m| m.permissions());
-    if permissions.is_some() {
-        let mut writable = OpenOptions::new();
-        writable.write(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
-        folder.open_with(name, &writable)?;
-    }
+/// unwritable, as it was when files were written in place: only the folder's permission governs a rename. With
+/// `mode`, the new file gets exactly that and the old one is not consulted.
+fn replace_in(folder: &Dir, name: &OsStr, bytes: &[u8], mode: Option<u32>) -> io::Result<()> {
+    use cap_std::fs::PermissionsExt as _;
+    let permissions = match mode {
+        Some(mode) => Some(cap_std::fs::Permissions::from_mode(mode)),
+        None => {
+            let permissions = folder.symlink_metadata(name).ok().filter(Metadata::is_file).map(|m| m.permissions());
+            if permissions.is_some() {
+                let mut writable = OpenOptions::new();
+                writable.write(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+                folder.open_with(name, &writable)?;
+            }
+            permissions
+        }
+    };
     for _ in 0..100 {
         let temporary = temporary_name();
         let mut options = OpenOptions::new();
@@ -250,4 +265,26 @@ pub(super) fn temporary_name() -> String {
     let count = COUNTER.fetch_add(1, Ordering::Relaxed);
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
     format!(".minibot-write-{}-{count}-{nanos:08x}.tmp", std::process::id())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    #[test]
+    fn replace_with_mode_sets_exactly_that_mode_and_leaves_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = ManagedRoot::create(dir.path(), false).unwrap();
+        let target = root.resolve("in/upload.txt").unwrap();
+        root.create_parent(&target).unwrap();
+        std::fs::write(&target.absolute, b"old").unwrap();
+        std::fs::set_permissions(&target.absolute, std::fs::Permissions::from_mode(0o644)).unwrap();
+        root.replace_with_mode(&target, b"new", 0o600).unwrap();
+        assert_eq!(std::fs::read(&target.absolute).unwrap(), b"new");
+        assert_eq!(std::fs::metadata(&target.absolute).unwrap().permissions().mode() & 0o7777, 0o600);
+        let names: Vec<_> = std::fs::read_dir(dir.path().join("in")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["upload.txt"]);
+    }
 }

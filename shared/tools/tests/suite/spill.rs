@@ -92,12 +92,9 @@ async fn main_agent_tools_are_wrapped() {
     assert_eq!(out["output_storage"], "managed_file", "{out}");
 }
 
-/// A contained `bash` can write the managed root, so it can swap the spill folder for a link to any folder
-/// the assistant can write (red-team report: `repro_spill_symlink.sh`). The spill must not follow it: nothing is
-/// written outside, and the result is cut with a notice instead.
-#[tokio::test]
-async fn a_spill_folder_swapped_for_a_link_is_not_followed() {
-    let env = Env::new("");
+/// Swaps the spill folder for a link to the outside folder, spills `chatty`'s output and checks nothing was
+/// written outside; returns the result.
+async fn spill_through_a_planted_link(env: &Env) -> Value {
     let mut registry = ToolRegistry::new();
     registry.register(dyn_tool(Chatty));
     registry.register(std::sync::Arc::clone(env.tools.get("grep").unwrap()));
@@ -107,6 +104,16 @@ async fn a_spill_folder_swapped_for_a_link_is_not_followed() {
     let wrapped = wrap_with_spill(&registry, &ToolOutputSpillSection::default(), env.services.spill_store().as_ref());
     let out = wrapped.get("chatty").unwrap().call_json(json!({}), &ToolContext::default()).await.unwrap();
     assert_eq!(super::tree(&env.outside()), before, "the spill wrote through the link: {out}");
+    out
+}
+
+/// A contained `bash` can write the managed root, so it can swap the spill folder for a link to any folder
+/// the assistant can write (red-team report: `repro_spill_symlink.sh`). The spill must not follow it: nothing is
+/// written outside, and the result is cut with a notice instead.
+#[tokio::test]
+async fn a_spill_folder_swapped_for_a_link_is_not_followed() {
+    let env = Env::new("");
+    let out = spill_through_a_planted_link(&env).await;
     assert!(out.get("output_storage").is_none(), "{out}");
     assert_eq!(out["output_truncated"], true, "{out}");
     assert!(out["output_notice"].as_str().unwrap().contains("could not be saved"), "{out}");
@@ -117,15 +124,7 @@ async fn a_spill_folder_swapped_for_a_link_is_not_followed() {
 #[tokio::test]
 async fn a_linked_spill_folder_is_refused_even_when_outside_paths_are_allowed() {
     let env = Env::new("[tools.file_storage]\nenabled = true\nroot_dir = \"files\"\nallow_outside_root = true\n");
-    let mut registry = ToolRegistry::new();
-    registry.register(dyn_tool(Chatty));
-    registry.register(std::sync::Arc::clone(env.tools.get("grep").unwrap()));
-    std::fs::create_dir_all(env.root().join("tool_output")).unwrap();
-    std::os::unix::fs::symlink(env.outside(), env.root().join("tool_output/tmp")).unwrap();
-    let before = super::tree(&env.outside());
-    let wrapped = wrap_with_spill(&registry, &ToolOutputSpillSection::default(), env.services.spill_store().as_ref());
-    let out = wrapped.get("chatty").unwrap().call_json(json!({}), &ToolContext::default()).await.unwrap();
-    assert_eq!(super::tree(&env.outside()), before, "the spill wrote through the link: {out}");
+    let out = spill_through_a_planted_link(&env).await;
     assert_eq!(out["output_truncated"], true, "{out}");
 }
 
