@@ -66,13 +66,22 @@ impl Terminal {
         }
     }
 
-    pub async fn exit(mut self) {
+    /// Everything the console printed so far.
+    pub fn screen(&self) -> String {
+        self.screen.lock().unwrap().clone()
+    }
+
+    /// Types `/exit` and waits for the console to end; returns everything it printed.
+    pub async fn exit(mut self) -> String {
         self.type_line("/exit");
         let deadline = Instant::now() + Duration::from_secs(15);
         while self.child.try_wait().unwrap().is_none() {
             assert!(Instant::now() < deadline, "the console did not exit on /exit");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        // The reader thread may still hold the last bytes.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        self.screen()
     }
 }
 

@@ -24,7 +24,8 @@ pub struct Booted {
 }
 
 /// Builds the runtime and starts every actor but the channels. `workers` says when local worker processes
-/// start (SQLite backend); `worker` is how to start one.
+/// first start (SQLite backend; they stop when idle and start again with the next task); `worker` is how to
+/// start one.
 pub async fn start(config: Config, worker: Option<WorkerCommand>, workers: WorkerStart) -> anyhow::Result<Booted> {
     let runtime = Runtime::build(config).await?;
     let router = Router::new(runtime.clone()).start();
@@ -48,16 +49,16 @@ pub async fn run(config: Config, command: Option<Command>) -> anyhow::Result<i32
     let Some(Command::Console(args)) = command else {
         daemon::check_channels(&config)?;
         let worker = worker_command(&config);
-        let booted = start(config, worker, WorkerStart::AtOnce).await?;
+        let booted = start(config, worker, WorkerStart::OnDemand).await?;
         let code = daemon::run(&booted.runtime, &booted.intake).await;
         booted.runtime.close().await;
         return code;
     };
     let task_timeout = Duration::from_secs(config.tasks.worker_timeout_seconds + 60);
-    // A one-shot run forks worker processes only when it submits a task; a REPL keeps them ready.
-    let workers = if args.once.is_some() { WorkerStart::OnDemand } else { WorkerStart::AtOnce };
+    // Every mode forks worker processes only when it submits a task (or finds unfinished ones): an idle
+    // assistant is one process.
     let worker = worker_command(&config);
-    let booted = start(config, worker, workers).await?;
+    let booted = start(config, worker, WorkerStart::OnDemand).await?;
     let code = run_console(&booted, &args, task_timeout).await;
     booted.runtime.close().await;
     code
@@ -65,8 +66,8 @@ pub async fn run(config: Config, command: Option<Command>) -> anyhow::Result<i32
 
 async fn run_console(booted: &Booted, args: &ConsoleArgs, task_timeout: Duration) -> anyhow::Result<i32> {
     match &args.once {
-        Some(text) => console::run_once(booted.intake.clone(), args, text, task_timeout).await,
-        None => console::run_repl(booted.intake.clone(), args).await,
+        Some(text) => console::run_once(booted.intake.clone(), booted.runtime.clone(), args, text, task_timeout).await,
+        None => console::run_repl(booted.intake.clone(), booted.runtime.clone(), args).await,
     }
 }
 

@@ -1,11 +1,17 @@
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
-/// minibot: a self-hosted personal AI assistant.
+/// minibot: a personal AI assistant you run yourself, in the terminal or on Telegram.
+///
+/// It answers with the model you choose (OpenAI, OpenRouter, or a local server such as Ollama) and uses tools
+/// when the model asks: files, grep, bash and Python in a sandbox, HTTP and MCP servers. It remembers each chat,
+/// and long jobs go to specialist agents in worker processes. Start with `minibot init`, which asks for a
+/// provider and a key and writes the config file.
 #[derive(Debug, Parser)]
-#[command(name = "minibot", version, about)]
+#[command(name = "minibot", version, after_help = EXAMPLES, help_template = HELP)]
 pub struct Cli {
-    /// Config file (default: $MINIBOT_CONFIG, then ./config.toml; no file means defaults).
+    /// Config file (default: $MINIBOT_CONFIG, then ./config.toml, then ~/.config/minibot/config.toml; no file
+    /// means defaults, with data and logs in ~/.local/share/minibot).
     #[arg(long, global = true, value_name = "PATH")]
     pub config: Option<PathBuf>,
     /// Also write logs to stderr.
@@ -14,6 +20,22 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
 }
+
+/// `minibot --help`: what it does, examples, then the commands and options.
+const HELP: &str = "{about}{after-help}\n\n{usage-heading} {usage}\n\n{all-args}";
+
+/// The examples of `minibot --help`, right below what it does.
+const EXAMPLES: &str = "\
+Examples:
+  minibot init                       write a config file step by step (provider, key, Telegram)
+  minibot console                    chat in the terminal
+  minibot console --once \"hi\"        ask one question, print the answer, exit
+  minibot                            run the Telegram bot until Ctrl+C
+  minibot doctor                     check the config, the provider and Telegram
+  minibot --config ~/bot/config.toml console
+
+Without --config, the config file is $MINIBOT_CONFIG, else ./config.toml, else ~/.config/minibot/config.toml.
+Without any, data and logs go to ~/.local/share/minibot.";
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -27,6 +49,11 @@ pub enum Command {
     Vault(VaultArgs),
     /// Look after the task queue (`[tasks] backend`).
     Queue(QueueArgs),
+    /// Set up or change a config file step by step (provider, key, Telegram, tasks, MCP servers).
+    Init(crate::setup::InitArgs),
+    /// Check the config, the vault, the provider, Telegram, the sandbox, the workers, MCP and disk; exits non-zero
+    /// when something you need is broken.
+    Doctor(crate::doctor::DoctorArgs),
 }
 
 #[derive(Debug, Args)]

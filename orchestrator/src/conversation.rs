@@ -3,10 +3,13 @@
 //!
 //! The actor alone keeps the steered messages of the running turn (`Running::steered`); the turn receives
 //! them over a channel and reports back, by id, which ones it read. Those it did not read become the next turns.
+//!
+//! `/new` ([`NewSession`]) waits its turn like a message: the turns accepted before it finish in the old
+//! conversation, and messages sent after it are neither steered into them nor answered from the old history.
 
 use crate::messages::{
-    ChannelHandle, Inbound, NOTHING_RUNNING_REPLY, Outbound, OutboundRole, STOPPED_HISTORY_NOTE, STOPPED_REPLY,
-    StopTurn,
+    ChannelHandle, Inbound, NOTHING_RUNNING_REPLY, NewSession, Outbound, OutboundRole, STOPPED_HISTORY_NOTE,
+    STOPPED_REPLY, StopTurn, session_id,
 };
 use crate::render;
 use crate::runtime::Runtime;
@@ -26,11 +29,17 @@ struct Running {
     handle: SpawnHandle,
 }
 
+/// What waits for the running turn.
+enum Queued {
+    Turn(Inbound),
+    NewSession(NewSession),
+}
+
 pub struct Conversation {
     rt: Arc<Runtime>,
     channel: ChannelHandle,
     running: Option<Running>,
-    queue: VecDeque<Inbound>,
+    queue: VecDeque<Queued>,
 }
 
 impl Conversation {
@@ -39,15 +48,16 @@ impl Conversation {
     }
 
     fn accept(&mut self, inbound: Inbound, ctx: &mut Context<Self>) {
+        let after_new_session = self.queue.iter().any(|q| matches!(q, Queued::NewSession(_)));
         match &mut self.running {
-            Some(_) if !inbound.is_steerable() => self.queue.push_back(inbound),
+            Some(_) if !inbound.is_steerable() || after_new_session => self.queue.push_back(Queued::Turn(inbound)),
             Some(running) => {
                 let steer = Steer { id: inbound.event_id.clone(), text: inbound.text.clone() };
                 if running.inbox.send(steer).is_ok() {
                     running.steered.push(inbound);
                 } else {
                     // The turn is finishing; the message becomes the next turn instead.
-                    self.queue.push_back(inbound);
+                    self.queue.push_back(Queued::Turn(inbound));
                 }
             }
             None => self.start(inbound, ctx),
@@ -73,7 +83,7 @@ impl Conversation {
                 Some(read) => {
                     let unread = running.steered.into_iter().filter(|s| !read.contains(&s.event_id));
                     for inbound in unread.rev() {
-                        self.queue.push_front(inbound);
+                        self.queue.push_front(Queued::Turn(inbound));
                     }
                 }
                 None => self.answered_by_failure(running.steered, &mut reply),
@@ -106,15 +116,43 @@ impl Conversation {
             .running
             .as_ref()
             .is_some_and(|r| r.inbound.event_id == event_id || r.steered.iter().any(|s| s.event_id == event_id));
-        running || self.queue.iter().any(|q| q.event_id == event_id)
+        running || self.queue.iter().any(|q| matches!(q, Queued::Turn(queued) if queued.event_id == event_id))
     }
 
     fn next(&mut self, ctx: &mut Context<Self>) {
-        if self.running.is_none()
-            && let Some(inbound) = self.queue.pop_front()
-        {
-            self.start(inbound, ctx);
+        if self.running.is_some() {
+            return;
         }
+        match self.queue.pop_front() {
+            Some(Queued::Turn(inbound)) => self.start(inbound, ctx),
+            Some(Queued::NewSession(new)) => self.new_session(new, ctx),
+            None => {}
+        }
+    }
+
+    /// Moves the chat's history aside (it stays in the database) and tells the chat; the mailbox waits, so the
+    /// next message already reads the empty history.
+    fn new_session(&mut self, new: NewSession, ctx: &mut Context<Self>) {
+        let store = self.rt.store.clone();
+        let session = session_id(&new.channel, new.chat_id);
+        let archive = async move { store.archive_session(&session).await };
+        ctx.wait(archive.into_actor(self).map(move |archived, act, ctx| {
+            let text = match archived {
+                Ok((_, 0)) => "New conversation started.".to_string(),
+                Ok((archive, moved)) => format!(
+                    "New conversation started. The previous one ({moved} messages) is kept in the history database \
+                     as session {archive}."
+                ),
+                Err(error) => {
+                    tracing::error!(error = %error, "cannot start a new conversation");
+                    format!("Could not start a new conversation: the history store failed ({error}).")
+                }
+            };
+            let mut note = Outbound::text(&new.channel, new.chat_id, text, OutboundRole::Progress);
+            note.answers = vec![new.event_id];
+            act.send(note);
+            act.next(ctx);
+        }));
     }
 
     fn send(&self, message: Outbound) {
@@ -159,6 +197,15 @@ impl Handler<Inbound> for Conversation {
     }
 }
 
+impl Handler<NewSession> for Conversation {
+    type Result = ();
+
+    fn handle(&mut self, new: NewSession, ctx: &mut Context<Self>) {
+        self.queue.push_back(Queued::NewSession(new));
+        self.next(ctx);
+    }
+}
+
 impl Handler<StopTurn> for Conversation {
     type Result = ();
 
@@ -174,7 +221,10 @@ impl Handler<StopTurn> for Conversation {
         let mut ids = vec![inbound.event_id.clone()];
         ids.extend(steered.iter().map(|s| s.event_id.clone()));
         let answers = ids.clone();
+        // Counted as a running turn, so shutting down waits for the stopped turn to be stored.
+        let saving = self.rt.turn_started();
         let save = async move {
+            let _saving = saving;
             let mut entries: Vec<(Role, &str)> = vec![(Role::User, inbound.text.as_str())];
             entries.extend(steered.iter().map(|s| (Role::User, s.text.as_str())));
             entries.push((Role::Assistant, STOPPED_HISTORY_NOTE));

@@ -26,6 +26,9 @@ pub fn check_channels(config: &Config) -> anyhow::Result<()> {
 
 pub async fn run(runtime: &Runtime, intake: &Intake) -> anyhow::Result<i32> {
     let config = runtime.config.clone();
+    // Before Telegram is reached (that can take a while, or retry): where this run keeps its state.
+    eprintln!("minibot: {}", config.locations());
+    eprintln!("minibot: connecting to Telegram…");
     let telegram = telegram::start(&config, intake.clone()).await?;
     runtime.set_channels(vec![telegram::CHANNEL.into()]);
     tracing::info!(
@@ -34,7 +37,11 @@ pub async fn run(runtime: &Runtime, intake: &Intake) -> anyhow::Result<i32> {
         replayed = telegram.replayed,
         "minibot daemon running"
     );
-    eprintln!("minibot: running; Telegram bot {}. Stop with Ctrl+C or SIGTERM.", telegram.description);
+    // The bot's name is what the Bot API said: text only on the terminal.
+    eprintln!(
+        "minibot: running; Telegram bot {}. Stop with Ctrl+C or SIGTERM.",
+        crate::terminal_text::for_terminal(&telegram.description)
+    );
     let signal = shutdown_signal().await?;
     let grace = Duration::from_secs(config.runtime.shutdown_grace_seconds);
     tracing::info!(

@@ -9,9 +9,11 @@
 
 pub mod boot;
 pub mod channels;
+pub mod checks;
 pub mod cli;
 pub mod conversation;
 pub mod daemon;
+pub mod doctor;
 pub mod format_repair;
 pub mod guardrail;
 pub mod logging;
@@ -21,6 +23,7 @@ pub mod ownership;
 pub mod render;
 pub mod router;
 pub mod runtime;
+pub mod setup;
 pub mod tasks;
 pub mod terminal_text;
 pub mod turn;

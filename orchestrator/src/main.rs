@@ -9,7 +9,7 @@ mod vault_cli;
 use clap::Parser;
 use minibot_config::Config;
 use minibot_orchestrator::cli::{Cli, Command};
-use minibot_orchestrator::{boot, logging, terminal_text};
+use minibot_orchestrator::{boot, doctor, logging, setup, terminal_text};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -18,6 +18,21 @@ fn main() -> ExitCode {
     let mut cli = Cli::parse();
     if let Some(Command::Vault(args)) = cli.command.take_if(|c| matches!(c, Command::Vault(_))) {
         return vault_cli::run(cli.config.as_deref(), args);
+    }
+    // Both work before (init) or despite (doctor) a config that does not load, so they load it themselves.
+    let early = match cli.command.take_if(|c| matches!(c, Command::Init(_) | Command::Doctor(_))) {
+        Some(Command::Init(args)) => Some(setup::run(cli.config.as_deref(), args)),
+        Some(Command::Doctor(args)) => Some(doctor::run(cli.config.as_deref(), args)),
+        _ => None,
+    };
+    if let Some(outcome) = early {
+        return match outcome {
+            Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+            Err(error) => {
+                eprintln!("minibot: {}", terminal_text::for_terminal(&format!("{error:#}")));
+                ExitCode::from(2)
+            }
+        };
     }
     match run(cli) {
         Ok(code) => code,
@@ -34,6 +49,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Worker(args)) => minibot_worker::load_config(cli.config.as_deref(), args.secrets_from_stdin)?,
         _ => Config::load(cli.config.as_deref())?,
     };
+    if !matches!(cli.command, Some(Command::Worker(_))) {
+        say_which_config(&config, cli.config.is_some());
+    }
+    if !matches!(cli.command, Some(Command::Worker(_) | Command::Queue(_))) {
+        ready_to_start(&config, matches!(cli.command, None | Some(Command::Run)))?;
+    }
     logging::init(&config, cli.verbose)?;
     if let Some(Command::Queue(args)) = &cli.command {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -44,7 +65,43 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         runtime.block_on(minibot_worker::run(config))?;
         return Ok(ExitCode::SUCCESS);
     }
-    config.main_llm().require_key(&config.origin())?;
     let code = actix::System::new().block_on(boot::run(config, cli.command))?;
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+/// A `./config.toml` found in the working folder wins over the user's own config file, so a folder someone else
+/// made (a cloned project) decides which assistant runs, with which vault and which server. When the user has a
+/// config of their own, say on stderr which one this run uses, every time.
+fn say_which_config(config: &Config, explicit: bool) {
+    if explicit || std::env::var_os("MINIBOT_CONFIG").is_some_and(|v| !v.is_empty()) {
+        return;
+    }
+    let (Some(source), Some(own)) = (&config.source, Config::default_config_file()) else { return };
+    if own.exists() && !config.is_platform_file() {
+        eprintln!(
+            "minibot: using {} (found in this folder), not your own {}",
+            terminal_text::for_terminal(&source.display().to_string()),
+            own.display()
+        );
+    }
+}
+
+/// Refuses a start that cannot work, naming every reason at once (a missing key and, for the daemon, no
+/// channel), so that fixing one does not just uncover the next. Nothing is written before: no log folder, no
+/// database.
+fn ready_to_start(config: &Config, daemon: bool) -> anyhow::Result<()> {
+    let mut problems = Vec::new();
+    if let Err(missing) = config.main_llm().require_key(&config.origin()) {
+        problems.push(missing.to_string());
+    }
+    if daemon && let Err(error) = minibot_orchestrator::daemon::check_channels(config) {
+        problems.push(format!("{error:#}"));
+    }
+    if problems.is_empty() {
+        return Ok(());
+    }
+    if config.source.is_none() && !problems.iter().any(|p| p.contains("minibot init")) {
+        problems.push("`minibot init` writes a config file step by step".into());
+    }
+    anyhow::bail!("{}", problems.join("\nminibot: "))
 }

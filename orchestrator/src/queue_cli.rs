@@ -1,12 +1,11 @@
 //! `minibot queue migrate|workers`: the task queue's upkeep from the command line.
 
 use minibot_config::{Config, TaskBackend, load_agents};
+use minibot_orchestrator::checks::workers;
 use minibot_orchestrator::cli::QueueAction;
-use minibot_protocol::{WorkerState, WorkerStatus, route_for};
+use minibot_protocol::route_for;
 use minibot_queue::backend;
-use std::collections::BTreeMap;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
 
 pub async fn run(config: &Config, action: &QueueAction) -> anyhow::Result<ExitCode> {
     match action {
@@ -46,23 +45,15 @@ async fn migrate(config: &Config) -> anyhow::Result<ExitCode> {
 /// Listens for one and a half heartbeats and prints who spoke.
 async fn workers(config: &Config) -> anyhow::Result<ExitCode> {
     let queue = backend::open_orchestrator_queue(config, &[]).await?.queue;
-    let heartbeat = Duration::from_secs(config.worker.heartbeat_seconds.max(1));
-    let until = Instant::now() + heartbeat + heartbeat / 2;
-    let mut seen: BTreeMap<String, WorkerStatus> = BTreeMap::new();
-    while let Ok(next) = tokio::time::timeout_at(until.into(), queue.next_status()).await {
-        let status = next?;
-        if status.state == WorkerState::Leaving {
-            seen.remove(&status.worker_id);
-        } else {
-            seen.insert(status.worker_id.clone(), status);
-        }
-    }
+    let window = workers::listen_window(config);
+    let seen = workers::listen(queue.as_ref(), window).await;
     queue.close().await;
+    let seen = seen?;
     if seen.is_empty() {
-        println!("no worker sent a heartbeat in {} s", (heartbeat + heartbeat / 2).as_secs_f32());
+        println!("no worker sent a heartbeat in {} s", window.as_secs_f32());
         return Ok(ExitCode::from(1));
     }
-    for worker in seen.values() {
+    for worker in &seen {
         let specialists: Vec<String> =
             worker.specialists.iter().map(|s| format!("{}@{}", s.name, s.hash.get(..8).unwrap_or(&s.hash))).collect();
         println!(

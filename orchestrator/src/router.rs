@@ -5,8 +5,8 @@ use crate::conversation::Conversation;
 use crate::format_repair;
 use crate::messages::{
     AcceptUpdates, ChannelHandle, Deliver, Delivered, FindApprovals, Inbound, Intake, LastUpdate,
-    NOTHING_RUNNING_REPLY, Outbound, OutboundFile, OutboundRole, PendingAnswer, RegisterChannel, RepairFormat,
-    ReplayPending, StopTurn, TaskRoutes, session_id,
+    NOTHING_RUNNING_REPLY, NewSession, Outbound, OutboundFile, OutboundRole, PendingAnswer, RegisterChannel,
+    RepairFormat, ReplayPending, StopTurn, TaskRoutes, session_id,
 };
 use crate::render;
 use crate::runtime::Runtime;
@@ -91,6 +91,7 @@ pub fn intake(router: &Addr<Router>) -> Intake {
     Intake {
         inbound: router.clone().recipient(),
         stop: router.clone().recipient(),
+        new_session: router.clone().recipient(),
         register: router.clone().recipient(),
         replay: router.clone().recipient(),
         accept: router.clone().recipient(),
@@ -196,6 +197,16 @@ impl Handler<StopTurn> for Router {
                 NOTHING_RUNNING_REPLY,
                 OutboundRole::Answer,
             ));
+        }
+    }
+}
+
+impl Handler<NewSession> for Router {
+    type Result = ();
+
+    fn handle(&mut self, msg: NewSession, _ctx: &mut Context<Self>) {
+        if let Some(conversation) = self.conversation(&msg.channel, msg.chat_id) {
+            conversation.do_send(msg);
         }
     }
 }

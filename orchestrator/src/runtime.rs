@@ -15,8 +15,17 @@ use minibot_mcp::McpHub;
 use minibot_store::Store;
 use minibot_tools::ToolServices;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// The model a turn talks to: the configured one, or the one a chat switched to (`/model` in the console).
+#[derive(Clone)]
+pub struct SessionModel {
+    /// The provider name as configured (`[llm] provider` or a `[providers.<name>]` section).
+    pub provider_name: String,
+    pub provider: Arc<dyn ChatProvider>,
+    pub settings: ModelSettings,
+}
 
 pub struct Runtime {
     pub config: Arc<Config>,
@@ -52,6 +61,10 @@ pub struct Runtime {
     active_turns: Arc<std::sync::atomic::AtomicUsize>,
     /// Set at shutdown: no new turn starts (queued ones stay pending for the next start).
     draining: std::sync::atomic::AtomicBool,
+    /// When draining began: [`Runtime::close`] waits for running turns until `shutdown_grace_seconds` after it.
+    drained_at: OnceLock<Instant>,
+    /// Models chats switched to, by session id, for as long as this process runs.
+    session_models: Mutex<HashMap<String, SessionModel>>,
 }
 
 /// Counts a turn as running for as long as it lives.
@@ -147,6 +160,8 @@ impl Runtime {
             channel_prompts: Mutex::new(HashMap::new()),
             active_turns: Arc::default(),
             draining: std::sync::atomic::AtomicBool::new(false),
+            drained_at: OnceLock::new(),
+            session_models: Mutex::new(HashMap::new()),
             config,
         }))
     }
@@ -233,8 +248,23 @@ impl Runtime {
     }
 
     /// Closes the databases before the process ends (sqlx drops a pooled connection on the runtime, so the pools
-    /// must close while it still runs). Waits at most a few seconds for queries in flight.
+    /// must close while it still runs). No turn starts from now on; turns still running get until
+    /// `[runtime] shutdown_grace_seconds` after draining began to finish, because a turn that meets a closed
+    /// store fails (and its message would be answered with a store error). A turn still running after that stays
+    /// pending and is answered at the next start. Then it waits at most a few seconds for queries in flight.
     pub async fn close(&self) {
+        self.drain();
+        let grace = Duration::from_secs(self.config.runtime.shutdown_grace_seconds);
+        let deadline = self.drained_at.get().copied().unwrap_or_else(Instant::now) + grace;
+        while self.active_turns() > 0 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        if self.active_turns() > 0 {
+            tracing::warn!(
+                turns = self.active_turns(),
+                "turns still running at exit; they stay pending and are answered after the next start"
+            );
+        }
         let close = async {
             if let Some(hub) = &self.tasks {
                 hub.close().await;
@@ -266,6 +296,7 @@ impl Runtime {
 
     /// From now on no turn starts; the running ones finish.
     pub fn drain(&self) {
+        self.drained_at.get_or_init(Instant::now);
         self.draining.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
@@ -276,5 +307,23 @@ impl Runtime {
     /// How many main-agent turns are running.
     pub fn active_turns(&self) -> usize {
         self.active_turns.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Runtime {
+    /// The model a session's next turn uses: the one it switched to, else the configured one.
+    pub fn model_for(&self, session: &str) -> SessionModel {
+        let switched =
+            self.session_models.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).get(session).cloned();
+        switched.unwrap_or_else(|| SessionModel {
+            provider_name: self.config.llm.provider.clone(),
+            provider: self.provider.clone(),
+            settings: self.model.clone(),
+        })
+    }
+
+    /// Switches a session to `model` for as long as this process runs (a running turn keeps its model).
+    pub fn set_model(&self, session: &str, model: SessionModel) {
+        self.session_models.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(session.to_string(), model);
     }
 }

@@ -100,9 +100,11 @@ pub async fn run_turn(
     };
     let tools = rt.tools();
     let system_prompt = rt.system_prompt_for(&inbound.channel, &tools);
+    // The chat may have switched models (`/model`); the turn keeps the one it started with.
+    let model = rt.model_for(&session);
     let run = AgentRun {
-        provider: rt.provider.as_ref(),
-        model: &rt.model,
+        provider: model.provider.as_ref(),
+        model: &model.settings,
         tools: &tools,
         system_prompt: system_prompt.clone(),
         history: history.clone(),
@@ -123,8 +125,8 @@ pub async fn run_turn(
         tracing::info!(session = %session, "answered without tools although tools were needed; running the turn again");
         let steered_first = first.steered.clone();
         let rerun = AgentRun {
-            provider: rt.provider.as_ref(),
-            model: &rt.model,
+            provider: model.provider.as_ref(),
+            model: &model.settings,
             tools: &tools,
             system_prompt: format!("{system_prompt}\n\n{RETRY_SUFFIX}"),
             history,
@@ -182,7 +184,8 @@ pub async fn run_turn(
             if let Err(e) = rt.store.clear_pending(&inbound.event_id).await {
                 tracing::error!(error = %e, "cannot clear pending turn");
             }
-            let text = error_reply(&error, rt.verbose_errors);
+            let log = rt.config.log_dir().join(crate::logging::LOG_FILE);
+            let text = format!("{} Details in {}.", error_reply(&error, rt.verbose_errors), log.display());
             TurnReport { reply: reply(text, ReplyKind::Text, vec![inbound.event_id.clone()], true), read: None }
         }
     }
@@ -224,12 +227,13 @@ pub fn error_reply(error: &AgentError, verbose: bool) -> String {
                     .into();
             }
             LlmError::Connect { .. } => "the model provider cannot be reached",
-            LlmError::Timeout(_) => "the model provider did not answer in time",
+            LlmError::Timeout { .. } => "the model provider did not answer in time",
             LlmError::RateLimited { .. } => "the model provider is rate limiting requests; try again in a minute",
             LlmError::Server { .. } => "the model provider failed",
             LlmError::Unauthorized { .. } => "the model provider rejected the API key",
             LlmError::ContextLength(_) => "the conversation is too long for the model; trim the history",
             LlmError::BadRequest { .. } => "the model provider rejected the request",
+            LlmError::ModelNotFound { .. } => "the model provider does not have the configured model",
             LlmError::InvalidResponse(_) | LlmError::EmptyResponse => {
                 "the model provider sent a response that is not valid"
             }

@@ -53,7 +53,7 @@ struct Target {
 impl Target {
     fn resolve(config: Option<&Path>, path: Option<PathBuf>, password_file: Option<PathBuf>) -> Result<Self, Failure> {
         // Only `[vault]` is needed, and the vault may not exist or be switched on yet: leave it closed.
-        // Without --config, the config the assistant itself would load (MINIBOT_CONFIG, then ./config.toml), so
+        // Without --config, the config the assistant itself would load (MINIBOT_CONFIG, then ./config.toml, then the platform config file), so
         // both use the same `[vault] path`. A default config that does not load does not block the vault tool.
         let config = match config {
             Some(path) => {

@@ -3,11 +3,16 @@
 //! worker's first model request (three tasks in quick succession, then one after a quiet 1.2 s, repeated), with the SQLite queue (local workers) and with RabbitMQ (two
 //! `minibot-worker` processes), and the resident memory of an idle worker.
 //!
+//! Local workers start with the first task and stop after `[tasks] local_worker_idle_seconds`: the cold numbers
+//! are tasks submitted when no worker runs (the wait includes starting one), the warm ones tasks submitted right
+//! after, to the worker that just ran the cold one. Last, the resident memory of a whole interactive console
+//! (its process tree) while idle, while its workers are up after a task, and after they stopped.
+//!
 //! Run: `cargo build --release -p minibot -p minibot-worker && cargo bench -p minibot-e2e --bench dispatch`
 //! (RabbitMQ at MINIBOT_TEST_AMQP_URL, default amqp://guest:guest@127.0.0.1:5672/%2f).
 
 use actix::prelude::*;
-use minibot_e2e::{Reply, Script, ScriptedLlm, binary};
+use minibot_e2e::{Home, Reply, Script, ScriptedLlm, Terminal, binary, children_of};
 use minibot_orchestrator::boot;
 use minibot_orchestrator::tasks::{WorkerCommand, WorkerStart};
 use minibot_tools::tasks::{Delivery, TaskRequest, TaskService};
@@ -15,6 +20,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const TASKS: usize = 60;
+/// Cold starts measured, each followed by a warm task.
+const COLD_ROUNDS: usize = 12;
 /// Every fourth task comes after a quiet spell, when idle workers poll at their slower pace.
 const QUIET_EVERY: usize = 4;
 
@@ -77,6 +84,115 @@ async fn measure(backend: &str, extra: &str) -> Vec<Duration> {
     latencies
 }
 
+/// The worker processes this process started (local workers are `minibot worker` children).
+fn workers_of(pid: u32) -> usize {
+    children_of(pid)
+        .into_iter()
+        .filter(|child| {
+            let line = std::fs::read(format!("/proc/{child}/cmdline")).unwrap_or_default();
+            String::from_utf8_lossy(&line).contains("\0worker")
+        })
+        .count()
+}
+
+/// Submission to the worker's first model request, `(cold, warm)`, with local workers that stop after 1 s idle.
+async fn cold_and_warm() -> (Vec<Duration>, Vec<Duration>) {
+    let scripts = (0..COLD_ROUNDS)
+        .flat_map(|i| [format!("cold {i}"), format!("warm {i}")])
+        .map(|text| Script::new(&text, vec![Reply::text("ok")]))
+        .collect();
+    let llm = ScriptedLlm::start(scripts).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.toml");
+    let tasks = "[tasks]\nlocal_workers = 2\nlocal_worker_idle_seconds = 1\n";
+    std::fs::write(&path, format!("[llm]\nbase_url = \"{}\"\napi_key = \"k\"\n{tasks}", llm.base_url())).unwrap();
+    let config = minibot_config::Config::load(Some(&path)).unwrap();
+    let args = vec!["worker".to_string(), "--config".into(), path.display().to_string()];
+    let worker = WorkerCommand { program: binary("minibot"), args };
+    let booted = boot::start(config, Some(worker), WorkerStart::OnDemand).await.unwrap();
+    let hub = booted.runtime.tasks.clone().unwrap();
+    let ctx = minibot_agent::ToolContext {
+        session_id: "bench:1".into(),
+        channel: "bench".into(),
+        chat_id: Some(1),
+        owner_id: "primary".into(),
+        ..Default::default()
+    };
+    let submit = async |text: String| {
+        let before = llm.requests().len();
+        hub.submit(TaskRequest::new(Delivery::Spawn, text), &ctx).await.unwrap();
+        let returned = Instant::now();
+        while llm.requests().len() == before {
+            tokio::time::sleep(Duration::from_micros(200)).await;
+        }
+        llm.arrivals()[before].saturating_duration_since(returned)
+    };
+    let (mut cold, mut warm) = (Vec::new(), Vec::new());
+    for i in 0..COLD_ROUNDS {
+        while workers_of(std::process::id()) > 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        cold.push(submit(format!("cold {i}")).await);
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        warm.push(submit(format!("warm {i}")).await);
+    }
+    cold.sort();
+    warm.sort();
+    (cold, warm)
+}
+
+/// Resident memory (KiB) and count of `pid` and every process below it.
+fn tree_rss_kb(pid: u32) -> (u64, usize) {
+    let rss = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse().ok())
+        .unwrap_or(0);
+    children_of(pid).into_iter().map(tree_rss_kb).fold((rss, 1), |(kb, n), (c_kb, c_n)| (kb + c_kb, n + c_n))
+}
+
+/// An interactive console's process tree (below `script`, which provides its terminal): idle, with its workers
+/// up after a task, and after they stopped.
+async fn console_tree() -> [(u64, usize); 3] {
+    let llm = ScriptedLlm::start(vec![
+        Script::new(
+            "start a job",
+            vec![Reply::tool("spawn_task", serde_json::json!({ "prompt": "a job" })), Reply::text("Started.")],
+        ),
+        Script::new("a job", vec![Reply::text("job done")]),
+    ])
+    .await;
+    let home = Home::new(&llm.base_url(), "[tasks]\nlocal_workers = 2\nlocal_worker_idle_seconds = 3\n");
+    let mut terminal = Terminal::start(&home);
+    terminal.wait_for("you> ").await;
+    let config = home.config().display().to_string();
+    let console = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+        .find(|pid| {
+            let line = String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default())
+                .replace('\0', " ");
+            line.contains(" console ") && line.contains(&config) && !line.starts_with("script")
+        })
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let idle = tree_rss_kb(console);
+    terminal.type_line("start a job");
+    terminal.wait_for("job done").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let busy = tree_rss_kb(console);
+    while workers_of(console) > 0 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after = tree_rss_kb(console);
+    terminal.exit().await;
+    [idle, busy, after]
+}
+
 fn idle_worker_rss_kb() -> u64 {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("config.toml");
@@ -98,6 +214,17 @@ fn main() {
     let amqp =
         std::env::var("MINIBOT_TEST_AMQP_URL").unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into());
     System::new().block_on(async {
+        let (cold, warm) = cold_and_warm().await;
+        for (name, times) in [("cold (no worker running)", &cold), ("warm (worker idle)", &warm)] {
+            println!(
+                "task to worker, SQLite queue, {name}, {COLD_ROUNDS} tasks: p50 {:.1} ms, max {:.1} ms",
+                percentile(times, 0.5).as_secs_f64() * 1e3,
+                times.last().unwrap().as_secs_f64() * 1e3
+            );
+        }
+        for (state, (kb, processes)) in ["idle", "workers up after a task", "workers stopped"].iter().zip(console_tree().await) {
+            println!("console process tree, {state}: {processes} process(es), {:.1} MiB", kb as f64 / 1024.0);
+        }
         let sqlite = measure("sqlite", "[tasks]\nlocal_workers = 2\n").await;
         println!(
             "dispatch latency, SQLite queue (2 local workers), {TASKS} tasks: p50 {:.2} ms, p99 {:.2} ms",

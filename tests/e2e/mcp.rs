@@ -4,7 +4,8 @@ use minibot_e2e::{Home, Reply, Script, ScriptedLlm, stderr, stdout};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 
-fn everything_js() -> String {
+/// The MCP peer `@modelcontextprotocol/server-everything` (installed by scripts/setup-mcp-peers.sh).
+pub(crate) fn everything_js() -> String {
     let dir = std::env::var_os("MINIBOT_MCP_PEERS")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/minibot-rs/mcp-peers"));

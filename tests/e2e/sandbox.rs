@@ -63,3 +63,40 @@ async fn a_sandbox_this_host_cannot_provide_stops_start_up_with_one_line() {
     assert!(output.status.success(), "stderr: {}", stderr(&output));
     assert_eq!(stdout(&output), "hi\n");
 }
+
+/// Red-team report (#22, finding 1): `minibot init` keeps the user's main config, vault and generated vault
+/// password in `~/.config/minibot`, and the history in `~/.local/share/minibot`. A project's own config (here,
+/// one in another folder) must not leave them to its model's `bash`, nor its file tools.
+#[tokio::test]
+async fn a_project_config_does_not_open_the_users_main_vault_or_history() {
+    let user_home = tempfile::tempdir().unwrap();
+    let main_config = user_home.path().join(".config/minibot");
+    let main_data = user_home.path().join(".local/share/minibot");
+    std::fs::create_dir_all(&main_config).unwrap();
+    std::fs::create_dir_all(&main_data).unwrap();
+    std::fs::write(main_config.join("vault.password"), "main-vault-password-4711\n").unwrap();
+    std::fs::write(main_config.join("secrets.vault.yml"), "main-vault-4711\n").unwrap();
+    std::fs::write(main_config.join("config.toml"), "# main-config-4711\n").unwrap();
+    std::fs::write(main_data.join("minibot.db"), "my bank PIN is 4711\n").unwrap();
+    let command = format!(
+        "cat {c}/vault.password {c}/secrets.vault.yml {c}/config.toml {d}/minibot.db; ls {d}",
+        c = main_config.display(),
+        d = main_data.display()
+    );
+    let llm = ScriptedLlm::start(vec![Script::new(
+        "probe",
+        vec![Reply::tool("bash", json!({ "command": command })), Reply::text("probed")],
+    )])
+    .await;
+    let project = Home::new(&llm.base_url(), "[tools.bash]\nenabled = true\n");
+    let mut command = project.minibot(&["console", "--once", "probe"]);
+    command.env("HOME", user_home.path()).env_remove("XDG_CONFIG_HOME").env_remove("XDG_DATA_HOME");
+    let output = run(command).await;
+    assert!(output.status.success(), "stderr: {}", stderr(&output));
+    let result = tool_result(&llm);
+    let seen =
+        format!("{}{}", result["stdout"].as_str().unwrap_or_default(), result["stderr"].as_str().unwrap_or_default());
+    for secret in ["main-vault-password-4711", "main-vault-4711", "main-config-4711", "bank PIN"] {
+        assert!(!seen.contains(secret), "{secret} was read: {seen}");
+    }
+}

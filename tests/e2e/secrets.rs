@@ -291,6 +291,10 @@ fn vault(dir: &Path, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output
         .arg("vault")
         .args(args)
         .current_dir(dir)
+        // No config file is named: the one in the platform config folder must be a temp one, not the user's.
+        .env("HOME", dir)
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_DATA_HOME")
         .env_remove("MINIBOT_VAULT_PASSWORD")
         .env_remove("MINIBOT_CONFIG")
         .envs(env.iter().copied())
@@ -476,16 +480,13 @@ async fn a_provider_key_from_the_environment_is_masked_like_a_vault_secret() {
         .await;
         let home = Home::new(
             &llm.base_url(),
-            &format!(
-                "[providers.openai]\nbase_url = \"{}\"\n{key_line}[tools.file_storage]\nenabled = true\n\
-                 root_dir = \"files\"\n",
-                llm.base_url()
-            ),
+            &format!("[providers.openai]\n{key_line}[tools.file_storage]\nenabled = true\nroot_dir = \"files\"\n"),
         );
         std::fs::create_dir_all(home.path().join("files")).unwrap();
         std::fs::write(home.path().join("files/leak.txt"), format!("OPENAI_API_KEY={ENV_KEY}\n")).unwrap();
         let mut command = home.minibot(&["console", "--once", "read leak.txt", "--verbose"]);
-        command.env(variable, ENV_KEY);
+        // OpenAI's variable goes to the address the environment names too (not to one a config file names).
+        command.env(variable, ENV_KEY).env("OPENAI_BASE_URL", llm.base_url());
         let output = run(command).await;
         assert!(output.status.success(), "{variable}: stderr: {}", stderr(&output));
 
@@ -529,19 +530,16 @@ async fn a_local_worker_masks_what_the_assistant_masks_the_vault_password_includ
     .await;
     let home = Home::new(
         &llm.base_url(),
-        &format!(
-            "[vault]\nenabled = true\npassword_file = \"vault.pw\"\n[providers.openai]\nbase_url = \"{}\"\n\
-             [tasks]\nlocal_workers = 1\nprogress_interval_seconds = 0.01\n\
-             [tools.file_storage]\nenabled = true\nroot_dir = \"files\"\n",
-            llm.base_url()
-        ),
+        "[vault]\nenabled = true\npassword_file = \"vault.pw\"\n[providers.openai]\n\
+         [tasks]\nlocal_workers = 1\nprogress_interval_seconds = 0.01\n\
+         [tools.file_storage]\nenabled = true\nroot_dir = \"files\"\n",
     );
     write_vault(&home.path().join("secrets.vault.yml"), json!({ "OTHER": "other-value" }));
     std::fs::write(home.path().join("vault.pw"), format!("{PASSWORD}\n")).unwrap();
     std::fs::create_dir_all(home.path().join("files")).unwrap();
     std::fs::write(home.path().join("files/leak.txt"), format!("key={ENV_KEY} password={PASSWORD}\n")).unwrap();
     let mut command = home.minibot(&["console", "--once", "start a background job"]);
-    command.env_remove("MINIBOT_VAULT_PASSWORD").env("OPENAI_API_KEY", ENV_KEY);
+    command.env_remove("MINIBOT_VAULT_PASSWORD").env("OPENAI_API_KEY", ENV_KEY).env("OPENAI_BASE_URL", llm.base_url());
     let output = run(command).await;
     assert!(output.status.success(), "stderr: {}", stderr(&output));
     assert_eq!(stdout(&output), "Started.\njob done\n");
@@ -557,4 +555,20 @@ async fn a_local_worker_masks_what_the_assistant_masks_the_vault_password_includ
     }
     assert!(llm.authorizations().iter().all(|a| a == &format!("Bearer {ENV_KEY}")), "{:?}", llm.authorizations());
     assert_eq!(files_containing(&home.path().join("data"), ENV_KEY), Vec::<String>::new());
+}
+
+/// Red-team report (#22, finding 5): a config whose base URL is not OpenAI's (a local server, or someone else's
+/// host in a config from elsewhere) does not get the key in `OPENAI_API_KEY`; only OpenAI's own address does.
+#[tokio::test]
+async fn the_openai_key_in_the_environment_is_not_sent_to_another_base_url() {
+    let llm = ScriptedLlm::start(vec![Script::new("hello", vec![Reply::text("hi")])]).await;
+    let home = Home::new(&llm.base_url(), "");
+    let config = std::fs::read_to_string(home.config()).unwrap().replace("api_key = \"sk-e2e\"\n", "");
+    std::fs::write(home.config(), config).unwrap();
+    let mut command = home.minibot(&["console", "--once", "hello"]);
+    command.env("OPENAI_API_KEY", "sk-env-key-must-stay-home-4711");
+    let output = run(command).await;
+    assert_eq!(stdout(&output), "hi\n", "{}", stderr(&output));
+    let sent = llm.authorizations();
+    assert!(!sent.is_empty() && sent.iter().all(|a| !a.contains("sk-env-key")), "{sent:?}");
 }

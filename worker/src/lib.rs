@@ -6,6 +6,9 @@
 //! agents folder whose `requires` its `[worker] labels` meet), announces itself with heartbeats, and says it is
 //! leaving when stopped (SIGTERM, SIGINT); a task it was running goes back to the queue.
 //!
+//! A worker may also exit after a set time without a task ([`IDLE_SECONDS_VAR`]): the orchestrator asks that of
+//! the local workers it starts, and starts them again with the next task.
+//!
 //! A worker trusts no envelope: each task runs under the worker's own `[tasks]` limits at most, a task whose texts
 //! are longer than a task may carry fails before its model is called ([`assembly::check_sizes`]), and a task
 //! that panics fails alone and is settled, while the worker goes on to the next one.
@@ -46,8 +49,23 @@ pub fn load_config(path: Option<&std::path::Path>, secrets_from_stdin: bool) -> 
     Ok(config)
 }
 
-/// Runs a worker until its queue fails.
+/// The environment variable that makes a worker exit after that many seconds without a task. The orchestrator
+/// sets it for the local workers it starts (`[tasks] local_worker_idle_seconds`) and starts them again with the
+/// next task; a worker started by hand runs until stopped unless it is set.
+pub const IDLE_SECONDS_VAR: &str = "MINIBOT_WORKER_IDLE_SECONDS";
+
+/// How long this worker waits for a task before it exits ([`IDLE_SECONDS_VAR`]); `None`: for ever.
+pub fn idle_limit() -> anyhow::Result<Option<Duration>> {
+    let Ok(text) = std::env::var(IDLE_SECONDS_VAR) else { return Ok(None) };
+    let seconds: u64 = text.trim().parse().map_err(|_| {
+        anyhow::anyhow!("{IDLE_SECONDS_VAR}: expected whole seconds (0 for never), got `{}`", text.escape_debug())
+    })?;
+    Ok((seconds > 0).then(|| Duration::from_secs(seconds)))
+}
+
+/// Runs a worker until its queue fails, it is stopped, or it waited its idle limit ([`idle_limit`]) for a task.
 pub async fn run(config: Config) -> anyhow::Result<()> {
+    let idle = idle_limit()?;
     let id = worker_id();
     let config = Arc::new(config);
     // A managed folder holding the assistant's state, or a sandbox this host cannot provide, stops the worker
@@ -64,14 +82,23 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let specialists: Vec<&str> = offer.specialists.iter().map(|s| s.name.as_str()).collect();
     tracing::info!(worker_id = %id, backend = config.tasks.backend.as_str(), labels = ?config.worker.labels,
         specialists = ?specialists, "worker started");
-    watch_parent();
     let worker = Worker::new(config.clone(), queue.clone(), &id);
     let beats =
         tokio::spawn(heartbeat::run(config.clone(), queue.clone(), id.clone(), offer.clone(), worker.running.clone()));
     let result = tokio::select! {
-        result = worker.run() => result.map_err(anyhow::Error::from),
+        result = worker.run_until_idle(idle) => {
+            if result.is_ok() {
+                let idle_seconds = idle.map_or(0, |idle| idle.as_secs());
+                tracing::info!(idle_seconds, "no task came for the idle period; exiting");
+            }
+            result.map_err(anyhow::Error::from)
+        }
         signal = stop_signal() => {
             tracing::info!(signal, "stopping; a task in progress goes back to the queue");
+            Ok(())
+        }
+        () = parent_gone() => {
+            tracing::info!("the orchestrator is gone; exiting (a task in progress goes back to the queue)");
             Ok(())
         }
     };
@@ -95,18 +122,14 @@ async fn stop_signal() -> &'static str {
 }
 
 /// A local worker started by an orchestrator (`MINIBOT_PARENT_PID`) exits when that orchestrator is gone, even
-/// when it was killed too hard to stop its children. A claimed task is simply claimed again by a new worker.
-fn watch_parent() {
+/// when it was killed too hard to stop its children. Resolves then; never for a worker started by hand. The
+/// worker then leaves as at a stop: the task it held goes back to the queue at once, for the next assistant's
+/// workers, instead of staying claimed until its lease expires.
+async fn parent_gone() {
     let Some(parent) = std::env::var("MINIBOT_PARENT_PID").ok().and_then(|p| p.parse::<u32>().ok()) else {
-        return;
+        return std::future::pending().await;
     };
-    tokio::spawn(async move {
-        loop {
-            if std::os::unix::process::parent_id() != parent {
-                tracing::info!("the orchestrator is gone; exiting");
-                std::process::exit(0);
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-    });
+    while std::os::unix::process::parent_id() == parent {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 }

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 #[derive(Debug, Parser)]
 #[command(name = "minibot-worker", version, about)]
 struct Cli {
-    /// Config file (default: $MINIBOT_CONFIG, then ./config.toml).
+    /// Config file (default: $MINIBOT_CONFIG, then ./config.toml, then ~/.config/minibot/config.toml).
     #[arg(long, value_name = "PATH")]
     config: Option<PathBuf>,
     /// Also log to stderr.

@@ -69,8 +69,24 @@ impl Worker {
 
     /// Claims and runs tasks until the queue fails.
     pub async fn run(&self) -> Result<(), QueueError> {
+        self.run_until_idle(None).await
+    }
+
+    /// Claims and runs tasks until the queue fails, or returns `Ok` once `idle` passes without a task to claim
+    /// (counted from the start and from the end of each task).
+    ///
+    /// Giving up drops a claim that may be in flight. Should that claim have taken a task in the same instant, the
+    /// task is not lost: closing the queue gives it back, and the orchestrator releases the exited worker's claims
+    /// too, so the next worker takes it at once (as a new attempt).
+    pub async fn run_until_idle(&self, idle: Option<Duration>) -> Result<(), QueueError> {
         loop {
-            let task = self.queue.claim().await?;
+            let task = match idle {
+                None => self.queue.claim().await?,
+                Some(idle) => match tokio::time::timeout(idle, self.queue.claim()).await {
+                    Ok(task) => task?,
+                    Err(_) => return Ok(()),
+                },
+            };
             let agent = task.envelope.agent_name.as_deref().map(|name| short(name, LOG_NAME_CHARS));
             tracing::info!(task_id = %task.envelope.task_id, attempt = task.attempt, agent = ?agent, "task claimed");
             self.set_running(&task.envelope.task_id, true);
@@ -598,6 +614,48 @@ mod tests {
                 Ok(ChatResponse { content: Some("fine".into()), ..ChatResponse::default() })
             })
         }
+    }
+
+    /// A model client that answers at once.
+    struct Answers;
+
+    impl ChatProvider for Answers {
+        fn complete<'b>(&'b self, _request: &'b ChatRequest) -> BoxFuture<'b, minibot_llm::Result<ChatResponse>> {
+            Box::pin(async { Ok(ChatResponse { content: Some("done".into()), ..ChatResponse::default() }) })
+        }
+    }
+
+    /// A worker with an idle limit runs the tasks that come, and returns only once the limit passed after the last.
+    #[tokio::test]
+    async fn an_idle_worker_returns_after_its_idle_period_and_not_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let toml = "[llm]\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key = \"sk-test\"\nmodel = \"m\"\n";
+        let config = Arc::new(Config::from_toml(toml, "test.toml", dir.path(), &|_| None).unwrap());
+        let path = dir.path().join("tasks.db");
+        let orchestrator = SqliteQueue::open(&path, "orchestrator", Duration::from_secs(60)).await.unwrap();
+        let worker_queue = Arc::new(SqliteQueue::open(&path, "w1", Duration::from_secs(60)).await.unwrap());
+        let queue: Arc<dyn WorkQueue> = worker_queue.clone();
+        let worker = Arc::new(Worker::new(config.clone(), queue, "w1"));
+        let endpoint = config.llm_for(None, None, None).unwrap();
+        worker.providers.lock().unwrap().insert(format!("{endpoint:?}"), Arc::new(Answers));
+        let idle = Duration::from_millis(600);
+        let started = Instant::now();
+        let running = tokio::spawn({
+            let worker = worker.clone();
+            async move { worker.run_until_idle(Some(idle)).await }
+        });
+        // A task that comes before the limit runs, and the wait starts again after it.
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        orchestrator.publish(&envelope("t1")).await.unwrap();
+        let delivery = tokio::time::timeout(Duration::from_secs(20), orchestrator.next_event()).await.unwrap().unwrap();
+        let finished_at = Instant::now();
+        assert!(matches!(delivery.event.kind, WorkerEventKind::Finished { outcome: TaskOutcome::Done, .. }));
+        assert!(!running.is_finished(), "the worker stopped while a task was coming");
+        tokio::time::timeout(Duration::from_secs(10), running).await.unwrap().unwrap().unwrap();
+        assert!(finished_at.elapsed() >= idle - Duration::from_millis(100), "it waited its idle period after the task");
+        assert!(started.elapsed() >= Duration::from_millis(400) + idle - Duration::from_millis(100));
+        orchestrator.close().await;
+        worker_queue.close().await;
     }
 
     fn envelope(task_id: &str) -> TaskEnvelope {

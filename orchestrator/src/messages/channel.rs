@@ -1,7 +1,7 @@
 //! How a channel actor plugs into the router: what it registers (where replies go, what it can do) and what it
 //! is given (where user input goes).
 
-use super::chat::{AskApproval, Inbound, Outbound, OutboundFile, Progress, StopTurn};
+use super::chat::{AskApproval, Inbound, NewSession, Outbound, OutboundFile, Progress, StopTurn};
 use super::routing::{AcceptUpdates, Delivered, LastUpdate, RepairFormat, ReplayPending};
 use actix::{Message, Recipient};
 pub use minibot_agent::{ChannelCapabilities, TextFormat};
@@ -37,6 +37,8 @@ pub struct RegisterChannel {
 pub struct Intake {
     pub inbound: Recipient<Inbound>,
     pub stop: Recipient<StopTurn>,
+    /// Starts a chat's conversation afresh (the console's `/new`).
+    pub new_session: Recipient<NewSession>,
     pub register: Recipient<RegisterChannel>,
     /// Replays turns a crash interrupted, once the channel is registered to answer them.
     pub replay: Recipient<ReplayPending>,

@@ -219,6 +219,23 @@ pub struct StopTurn {
     pub chat_id: i64,
 }
 
+/// `/new`: the chat starts a fresh conversation after the turns it has accepted; the old one stays in the
+/// history database under another session id. The chat is told with a [`OutboundRole::Progress`] note that
+/// answers `event_id`.
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "()")]
+pub struct NewSession {
+    pub channel: String,
+    pub chat_id: i64,
+    pub event_id: String,
+}
+
+impl NewSession {
+    pub fn new(channel: &str, chat_id: i64) -> Self {
+        Self { channel: channel.to_string(), chat_id, event_id: uuid::Uuid::new_v4().simple().to_string() }
+    }
+}
+
 pub const STOPPED_REPLY: &str = "Stopped.";
 pub const NOTHING_RUNNING_REPLY: &str = "Nothing is running.";
 pub const STOPPED_HISTORY_NOTE: &str = "[Stopped by the user before finishing.]";

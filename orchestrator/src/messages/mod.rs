@@ -8,7 +8,7 @@ mod routing;
 
 pub use channel::{ChannelCapabilities, ChannelHandle, Intake, RegisterChannel, TextFormat};
 pub use chat::{
-    ApprovalDecision, ApprovalRequest, AskApproval, Inbound, NOTHING_RUNNING_REPLY, Outbound, OutboundFile,
+    ApprovalDecision, ApprovalRequest, AskApproval, Inbound, NOTHING_RUNNING_REPLY, NewSession, Outbound, OutboundFile,
     OutboundRole, PendingAnswer, Progress, STOPPED_HISTORY_NOTE, STOPPED_REPLY, StopTurn, TaskSource, session_id,
 };
 pub use routing::{

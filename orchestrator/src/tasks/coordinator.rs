@@ -209,7 +209,11 @@ async fn waiting_tasks(hub: &TaskHub) -> Vec<(TaskRecord, Option<String>)> {
     let active = match hub.store.active().await {
         Ok(active) => active,
         Err(error) => {
-            tracing::warn!(error = %error, "cannot read the queued tasks");
+            if hub.is_closed() {
+                tracing::debug!(error = %error, "task store closed at exit");
+            } else {
+                tracing::warn!(error = %error, "cannot read the queued tasks");
+            }
             return Vec::new();
         }
     };

@@ -2,6 +2,7 @@
 //! questions from the task records. The record is written before the envelope is published, so a task the
 //! model was told about always exists; a publish that fails marks it failed and the tool result says so.
 
+use super::demand::Demand;
 use super::fleet::{Fleet, Needs};
 use futures_util::future::BoxFuture;
 use minibot_agent::{ToolContext, ToolError};
@@ -16,7 +17,6 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::watch;
 
 /// Delegations one turn may start, and delegated results that may chain into new delegations.
 pub const MAX_TASK_CONTINUATIONS: u32 = 3;
@@ -32,8 +32,10 @@ pub struct TaskHub {
     roster: Vec<(String, String)>,
     handoffs: Mutex<HashMap<String, Vec<String>>>,
     delegations: Mutex<HashMap<String, u32>>,
-    /// Raised by the first task submitted; local workers that start on demand wait for it.
-    demand: watch::Sender<bool>,
+    /// Wakes the local worker slots that have no worker when a task is submitted.
+    pub workers: Demand,
+    /// Set when the stores close at exit: a periodic read that meets a closed store then is no news.
+    closed: std::sync::atomic::AtomicBool,
     /// The live workers, from their heartbeats (kept by the coordinator).
     pub fleet: Mutex<Fleet>,
 }
@@ -60,25 +62,22 @@ impl TaskHub {
             roster,
             handoffs: Mutex::new(HashMap::new()),
             delegations: Mutex::new(HashMap::new()),
-            demand: watch::Sender::new(false),
+            workers: Demand::default(),
+            closed: std::sync::atomic::AtomicBool::new(false),
             fleet: Mutex::new(Fleet::new(Duration::from_secs(config_heartbeat))),
         }))
     }
 
-    /// Resolves once a task has been submitted in this process, or at once when the task store holds tasks that
-    /// have not ended (queued by an earlier run).
-    pub async fn demand(&self) {
-        if self.store.active().await.is_ok_and(|active| !active.is_empty()) {
-            return;
-        }
-        let mut demand = self.demand.subscribe();
-        let _ = demand.wait_for(|wanted| *wanted).await;
-    }
-
     /// Closes the task records and the queue (SQLite pools need their runtime to close, so before it ends).
     pub async fn close(&self) {
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
         self.store.close().await;
         self.queue.close().await;
+    }
+
+    /// Whether the stores are closed (the process is exiting).
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Task ids a turn handed off, once.
@@ -258,11 +257,10 @@ impl TaskHub {
             agent_hash: agent.as_ref().map(|a| a.hash.clone()),
             requires: agent.as_ref().map(|a| a.requires.clone()).unwrap_or_default(),
         };
-        if !self.demand.send_replace(true)
-            && self.sqlite.is_some()
+        if self.workers.task_submitted()
             && let Ok(mut fleet) = self.fleet.lock()
         {
-            // Local workers may start only now (on demand).
+            // Local workers start only now: until they announce themselves, an empty roster says nothing.
             fleet.expect_workers();
         }
         if let Err(error) = self.queue.publish(&envelope).await {

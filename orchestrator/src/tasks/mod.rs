@@ -6,6 +6,7 @@
 
 pub mod approvals;
 pub mod coordinator;
+mod demand;
 pub mod fleet;
 pub mod hub;
 pub mod local_workers;

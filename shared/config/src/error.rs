@@ -4,7 +4,8 @@ use std::path::PathBuf;
 /// variable involved, because the user has to find and fix it.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("cannot read config file {path}: {source}")]
+    /// The cause is the `source()`, not part of the message, so `{:#}` prints it once.
+    #[error("cannot read config file {}", .path.display())]
     Read { path: PathBuf, source: std::io::Error },
     #[error("config path {0} exists but is not a file")]
     NotAFile(PathBuf),
@@ -16,10 +17,13 @@ pub enum ConfigError {
         "{file}: environment variable {var} is not set (referenced by `{key}`); set it or write `$${{{var}}}` for a literal"
     )]
     UnsetVariable { file: String, var: String, key: String },
-    #[error("{file}: unknown section [{section}]")]
-    UnknownSection { file: String, section: String },
-    #[error("{file}: `{key}`: {message}")]
-    InvalidKey { file: String, key: String, message: String },
+    /// `hint` is empty or starts with `; ` (the closest known name, or where the name belongs); `line` is where
+    /// the file writes it.
+    #[error("{file}{}: unknown section [{section}]{hint}", at_line(*.line))]
+    UnknownSection { file: String, section: String, line: Option<usize>, hint: String },
+    /// `line` is where the file writes the key, when it is known (an unknown key: "unknown key; did you mean …").
+    #[error("{file}{}: `{key}`: {message}", at_line(*.line))]
+    InvalidKey { file: String, key: String, message: String, line: Option<usize> },
     #[error("{file}: {message}")]
     Invalid { file: String, message: String },
     /// A `MINIBOT__…` override that cannot be applied, or a problem at a key it set: named by both, because
@@ -46,6 +50,10 @@ pub enum ConfigError {
 }
 
 pub type Result<T> = std::result::Result<T, ConfigError>;
+
+fn at_line(line: Option<usize>) -> String {
+    line.map(|n| format!(", line {n}")).unwrap_or_default()
+}
 
 fn lines(findings: &[crate::Unsupported]) -> String {
     findings.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")

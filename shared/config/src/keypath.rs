@@ -3,7 +3,7 @@
 use toml::Value;
 
 /// Splits `a.b[2].c` into segments.
-fn segments(key: &str) -> Vec<Segment<'_>> {
+pub(crate) fn segments(key: &str) -> Vec<Segment<'_>> {
     let mut out = Vec::new();
     for part in key.split('.') {
         let (name, indices) = part.split_once('[').map_or((part, ""), |(n, rest)| (n, rest));
@@ -19,7 +19,7 @@ fn segments(key: &str) -> Vec<Segment<'_>> {
     out
 }
 
-enum Segment<'a> {
+pub(crate) enum Segment<'a> {
     Key(&'a str),
     Index(usize),
 }

@@ -1,8 +1,9 @@
 //! Configuration for minibot: reads MiniBot's `config.toml` format, expands `${VAR}` references, rejects
 //! unknown sections and keys by name, applies MiniBot's defaults and checks the rules that span sections.
 //!
-//! [`Config::load`] finds the file (`--config`, then `MINIBOT_CONFIG`, then `./config.toml`; no file means
-//! defaults), then layers `MINIBOT__SECTION__KEY` environment overrides on top through the `config` crate
+//! [`Config::load`] finds the file (`--config`, then `MINIBOT_CONFIG`, then `./config.toml`, then the platform
+//! config file `~/.config/minibot/config.toml`; no file means defaults, with state in the platform folders:
+//! [`PlatformDirs`]), then layers `MINIBOT__SECTION__KEY` environment overrides on top through the `config` crate
 //! (`overrides`, `layers`). Relative paths in the file resolve against the file's folder, so the program runs
 //! from any working directory. [`Config::main_llm`] resolves `[llm]` and `[providers.<name>]` into one endpoint.
 //! [`Config::redactor`] masks every credential the config holds, in logs, databases and provider requests.
@@ -17,8 +18,10 @@ mod layers;
 mod load;
 mod overrides;
 mod paths;
+mod places;
 mod providers;
 pub mod schema;
+mod suggest;
 pub mod support;
 mod validate;
 mod vars;
@@ -31,7 +34,10 @@ pub use error::{ConfigError, Result};
 pub use expand::expand_str;
 pub use minibot_vault::Secrets;
 pub use paths::sqlite_path_from_url;
-pub use providers::{ApiFormat, LlmEndpoint, MissingApiKey, ProviderChoice, ProviderUnavailable, is_credential};
+pub use places::{Locations, PlatformDirs};
+pub use providers::{
+    ApiFormat, LlmEndpoint, MissingApiKey, ProviderChoice, ProviderUnavailable, is_credential, is_loopback_url,
+};
 pub use schema::*;
 pub use support::{Unsupported, check_agents};
 pub use vars::Vars;
@@ -48,8 +54,11 @@ pub struct Config {
     file: ConfigFile,
     /// The file it came from; `None` when no file exists and defaults apply.
     pub source: Option<PathBuf>,
-    /// Where relative paths of the file resolve.
+    /// Where relative paths of the file resolve (but see [`Self::resolve_path`] for the platform layout).
     pub base_dir: PathBuf,
+    /// The platform data folder, where `data/…` and `logs/…` resolve, when this config uses the platform
+    /// layout ([`PlatformDirs`]): no config file, or the one in the platform config folder.
+    state_dir: Option<PathBuf>,
     /// The unlocked vault's secrets (empty when `[vault]` is off). `${secret:NAME}` references are already
     /// expanded; this is for what names a secret directly (MCP `auth_secret`, `list_secrets`, redaction).
     pub secrets: minibot_vault::Secrets,
@@ -88,9 +97,37 @@ impl Config {
         Some(&self.vault.password_file).filter(|f| !f.is_empty()).map(|f| self.resolve_path(f))
     }
 
-    /// The log folder: `logs/` next to the config file (no key sets it).
+    /// The log folder: `logs/` next to the config file, or in the platform data folder (no key sets it).
     pub fn log_dir(&self) -> PathBuf {
         self.resolve_path("logs")
+    }
+
+    /// The data folder: what `./data` in a path means (`./data/minibot.db` is the conversation database).
+    /// `data/` next to the config file, or the platform data folder (`~/.local/share/minibot`).
+    pub fn data_dir(&self) -> PathBuf {
+        self.resolve_path("data")
+    }
+
+    /// Whether this config was loaded from the platform config file (`~/.config/minibot/config.toml`).
+    pub fn is_platform_file(&self) -> bool {
+        self.source.is_some() && self.state_dir.is_some()
+    }
+
+    /// The platform config file, `~/.config/minibot/config.toml` (after `XDG_CONFIG_HOME` and `HOME`): the last
+    /// place [`Self::load`] looks, and where `minibot init` writes by default. `None` without a home folder.
+    pub fn default_config_file() -> Option<PathBuf> {
+        PlatformDirs::current().map(|dirs| dirs.config_file())
+    }
+
+    /// Where this config keeps its state, as one line for start-up messages: `config …; data …; logs …`.
+    pub fn locations(&self) -> Locations {
+        Locations {
+            config_file: self.source.clone(),
+            would_be: self.config_file(),
+            data_dir: self.data_dir(),
+            log_dir: self.log_dir(),
+            home: std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from),
+        }
     }
 
     /// Defaults only, with relative paths under `base_dir`.
@@ -99,13 +136,16 @@ impl Config {
             file: ConfigFile::default(),
             source: None,
             base_dir: base_dir.into(),
+            state_dir: None,
             secrets: Default::default(),
             vault_password: None,
         }
     }
 
-    /// Finds and loads the config: `explicit` (from `--config`), else `MINIBOT_CONFIG`, else `./config.toml`.
-    /// A missing default file means defaults; a missing explicit file is an error. `MINIBOT__SECTION__KEY`
+    /// Finds and loads the config: `explicit` (from `--config`), else `MINIBOT_CONFIG`, else `./config.toml`,
+    /// else the platform config file ([`Self::default_config_file`]). A missing explicit file is an error; no file
+    /// at all means defaults, with `data/` and `logs/` in the platform data folder and the rest (agents,
+    /// prompts, vault) in the platform config folder (in the working directory when there is no home folder). `MINIBOT__SECTION__KEY`
     /// variables override the file's keys (and apply without a file too). With `[vault] enabled`, the vault is
     /// unlocked with `[vault] password_file`, `MINIBOT_VAULT_PASSWORD` or a terminal prompt.
     pub fn load(explicit: Option<&Path>) -> Result<Self> {
@@ -124,20 +164,29 @@ impl Config {
     pub fn load_from(explicit: Option<&Path>, cwd: &Path, vars: &Vars, unlock: Unlock<'_>) -> Result<Self> {
         let overrides = overrides::collect(vars)?;
         let lookup = |name: &str| vars.get(name).map(String::from);
+        let platform = PlatformDirs::from_vars(vars);
         let (path, required) = match explicit {
             Some(path) => (path.to_path_buf(), true),
             None => match vars.get("MINIBOT_CONFIG").filter(|v| !v.is_empty()) {
                 Some(path) => (PathBuf::from(path), true),
-                None => (cwd.join("config.toml"), false),
+                None => {
+                    let here = cwd.join("config.toml");
+                    let platform_file = platform.as_ref().map(PlatformDirs::config_file).filter(|f| f.exists());
+                    (platform_file.filter(|_| !here.exists()).unwrap_or(here), false)
+                }
             },
         };
         if path.exists() || required {
-            return load::from_file(&path, &lookup, &overrides, unlock);
+            return load::from_file(&path, &lookup, &overrides, unlock, platform.as_ref());
         }
+        let (base_dir, state_dir) = match platform {
+            Some(dirs) => (dirs.config_dir, Some(dirs.data_dir)),
+            None => (cwd.to_path_buf(), None),
+        };
         if overrides.is_empty() {
-            return Ok(Self::defaults(cwd));
+            return Ok(Self { state_dir, ..Self::defaults(base_dir) });
         }
-        let file = load::File { text: "", origin: DEFAULTS_ORIGIN, path: None, base_dir: cwd.to_path_buf() };
+        let file = load::File { text: "", origin: DEFAULTS_ORIGIN, path: None, base_dir, state_dir };
         load::build(file, &lookup, &overrides, unlock)
     }
 
@@ -161,13 +210,15 @@ impl Config {
         lookup: &dyn Fn(&str) -> Option<String>,
         unlock: Unlock<'_>,
     ) -> Result<Self> {
-        let file = load::File { text, origin, path: None, base_dir: base_dir.into() };
+        let file = load::File { text, origin, path: None, base_dir: base_dir.into(), state_dir: None };
         load::build(file, lookup, &[], unlock)
     }
 
-    /// Resolves a path written in the config: `~` is the home folder, relative paths sit under [`Self::base_dir`].
+    /// Resolves a path written in the config: `~` is the home folder, relative paths sit under [`Self::base_dir`],
+    /// except in the platform layout, where paths under `data/` sit in the platform data folder
+    /// (`./data/minibot.db` is `~/.local/share/minibot/minibot.db`) and `logs` is `~/.local/share/minibot/logs`.
     pub fn resolve_path(&self, written: &str) -> PathBuf {
-        paths::resolve(&self.base_dir, written)
+        paths::resolve(&self.base_dir, self.state_dir.as_deref(), written)
     }
 
     /// The file name shown in messages: the config path, or "defaults".

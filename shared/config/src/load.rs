@@ -3,7 +3,7 @@ use crate::keypath::{lookup_mut, lookup_ref};
 use crate::overrides::{self, Override};
 use crate::schema::{ConfigFile, SECTIONS};
 use crate::vault::{Origin, Unlock};
-use crate::{Config, ConfigError, Result};
+use crate::{Config, ConfigError, Result, suggest};
 use minibot_vault::{Password, Secrets};
 use std::path::{Path, PathBuf};
 use toml::Value;
@@ -13,6 +13,7 @@ pub(crate) fn from_file(
     lookup: &dyn Fn(&str) -> Option<String>,
     overrides: &[Override],
     unlock: Unlock<'_>,
+    platform: Option<&crate::PlatformDirs>,
 ) -> Result<Config> {
     if path.exists() && !path.is_file() {
         return Err(ConfigError::NotAFile(path.to_path_buf()));
@@ -25,7 +26,9 @@ pub(crate) fn from_file(
     let origin = path.display().to_string();
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let base_dir = absolute.parent().map(Path::to_path_buf).unwrap_or_default();
-    let file = File { text: &text, origin: &origin, path: Some(absolute), base_dir };
+    // The platform config file keeps its state where a run without a file kept it ([`crate::places`]).
+    let state_dir = platform.filter(|dirs| dirs.is_config_dir(&base_dir)).map(|dirs| dirs.data_dir.clone());
+    let file = File { text: &text, origin: &origin, path: Some(absolute), base_dir, state_dir };
     build(file, lookup, overrides, unlock)
 }
 
@@ -35,6 +38,8 @@ pub(crate) struct File<'a> {
     pub origin: &'a str,
     pub path: Option<PathBuf>,
     pub base_dir: PathBuf,
+    /// The platform data folder, in the platform layout ([`crate::places`]).
+    pub state_dir: Option<PathBuf>,
 }
 
 /// The file with `overrides` on top, typed and checked. A problem that an override caused names its variable.
@@ -44,13 +49,29 @@ pub(crate) fn build(
     overrides: &[Override],
     unlock: Unlock<'_>,
 ) -> Result<Config> {
-    let checked = parse(file.text, &Origin { name: file.origin, base_dir: &file.base_dir, lookup }, overrides, unlock)
-        .and_then(|(typed, (secrets, vault_password))| {
-            let config =
-                Config { file: typed, source: file.path, base_dir: file.base_dir.clone(), secrets, vault_password };
-            crate::validate::check(&config, file.origin).map(|()| config)
-        });
-    checked.map_err(|err| overrides::blame(err, overrides))
+    let origin = Origin { name: file.origin, base_dir: &file.base_dir, state_dir: file.state_dir.as_deref(), lookup };
+    let checked = parse(file.text, &origin, overrides, unlock).and_then(|(typed, (secrets, vault_password))| {
+        let config = Config {
+            file: typed,
+            source: file.path,
+            base_dir: file.base_dir.clone(),
+            state_dir: file.state_dir.clone(),
+            secrets,
+            vault_password,
+        };
+        crate::validate::check(&config, file.origin).map(|()| config)
+    });
+    checked.map_err(|err| overrides::blame(with_line(err, file.text), overrides))
+}
+
+/// The error with the line of its key, where the text writes that key.
+fn with_line(err: ConfigError, text: &str) -> ConfigError {
+    match err {
+        ConfigError::InvalidKey { file, key, message, line: None } => {
+            ConfigError::InvalidKey { line: suggest::line_of(text, &key), file, key, message }
+        }
+        other => other,
+    }
 }
 
 /// Parses, layers the overrides on top, expands `${ENV}` then `${secret:…}` (unlocking the vault as `unlock`
@@ -64,8 +85,22 @@ pub(crate) fn parse(
     let (origin, lookup) = (source.name, source.lookup);
     let file: toml::Table = toml::from_str(text)
         .map_err(|e| ConfigError::Syntax { path: origin.to_string(), message: e.to_string().trim_end().to_string() })?;
-    if let Some(section) = file.keys().find(|k| !SECTIONS.contains(&k.as_str())) {
-        return Err(ConfigError::UnknownSection { file: origin.into(), section: section.clone() });
+    if let Some((name, value)) = file.iter().find(|(k, _)| !SECTIONS.contains(&k.as_str())) {
+        let line = suggest::line_of(text, name);
+        return Err(match value.is_table() {
+            true => ConfigError::UnknownSection {
+                file: origin.into(),
+                section: name.clone(),
+                line,
+                hint: suggest::for_section(name),
+            },
+            false => ConfigError::InvalidKey {
+                file: origin.into(),
+                key: name.clone(),
+                message: format!("unknown key{}", suggest::for_top_level_key(name)),
+                line,
+            },
+        });
     }
     let mut table = crate::layers::merge(file, origin, overrides)?;
     let expansion = expand::expand_tree(&mut table, lookup).map_err(|unset| ConfigError::UnsetVariable {
@@ -122,7 +157,13 @@ fn describe(err: serde_path_to_error::Error<toml::de::Error>, origin: &str) -> C
     let message = err.into_inner().to_string();
     let message = message.lines().next().unwrap_or_default().trim_end().to_string();
     let key = if path.is_empty() || path == "?" { String::from("(top level)") } else { path };
-    ConfigError::InvalidKey { file: origin.into(), key, message }
+    if let Some(field) = message.strip_prefix("unknown field `").and_then(|rest| rest.split('`').next()) {
+        // The path normally ends in the unknown key; where it stops at the table, the key is added.
+        let key = if key.ends_with(&format!(".{field}")) || key == field { key } else { format!("{key}.{field}") };
+        let message = format!("unknown key{}", suggest::for_key(field, &suggest::expected_names(&message)));
+        return ConfigError::InvalidKey { file: origin.into(), key, message, line: None };
+    }
+    ConfigError::InvalidKey { file: origin.into(), key, message, line: None }
 }
 
 fn scalar_from_text(text: &str) -> Option<Value> {

@@ -109,15 +109,8 @@ pub(crate) fn blame(err: ConfigError, overrides: &[Override]) -> ConfigError {
     }
     // The message of each variant without its `{file}: key …:` lead-in, which the reworded error replaces.
     let (key, message) = match &err {
-        ConfigError::InvalidKey { key, message, .. } => {
-            // The path of an unknown key normally ends in the key; where it stops at the table, the variable
-            // still named the key itself.
-            let full = match unknown_field(message) {
-                Some(field) if !key.ends_with(&format!(".{field}")) => format!("{key}.{field}"),
-                _ => key.clone(),
-            };
-            (full, message.clone())
-        }
+        // An unknown key's path already ends in the key itself (see `load::describe`).
+        ConfigError::InvalidKey { key, message, .. } => (key.clone(), message.clone()),
         ConfigError::UnsetVariable { var, key, .. } => {
             (key.clone(), format!("environment variable {var} is not set; set it or write `$${{{var}}}` for a literal"))
         }
@@ -150,11 +143,6 @@ fn blame_findings(err: ConfigError, overrides: &[Override]) -> ConfigError {
         }
     }
     ConfigError::Unsupported(findings)
-}
-
-/// The key named by serde's "unknown field `name`, expected …".
-fn unknown_field(message: &str) -> Option<&str> {
-    message.strip_prefix("unknown field `")?.split('`').next()
 }
 
 #[cfg(test)]

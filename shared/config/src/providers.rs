@@ -102,25 +102,37 @@ pub struct MissingApiKey {
     pub provider: String,
     /// `llm` or `providers.<name>`.
     pub section: String,
-    pub variable: String,
+    /// Its API format, whose environment variable could also hold the key.
+    pub api_format: ApiFormat,
     pub origin: String,
     /// `[llm] api_key` is set but does not apply to this provider.
     pub llm_key_unused: bool,
+    /// The base URL, when it is not the format's own address: the environment variable's key is not sent there.
+    pub custom_url: Option<String>,
 }
 
 impl std::fmt::Display for MissingApiKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let Self { provider, section, variable, origin, llm_key_unused } = self;
+        let Self { provider, section, api_format, origin, llm_key_unused, custom_url } = self;
+        let variable = api_format.key_variable();
         let file = if origin.starts_with("defaults") {
-            "a config file (none was found: create ./config.toml or pass --config)".to_string()
+            "a config file (none was found: `minibot init` writes one)".to_string()
         } else {
             origin.clone()
         };
         write!(
             f,
             "no API key for provider `{provider}`: set `{section}.api_key` (api_key in the [{section}] section) in \
-             {file}, or the {variable} environment variable"
+             {file}"
         )?;
+        match custom_url {
+            None => write!(f, ", or the {variable} environment variable")?,
+            Some(url) => write!(
+                f,
+                " (the {variable} environment variable goes only to its provider's own address, not to {url}; \
+                 `api_key = \"${{{variable}}}\"` sends it there)"
+            )?,
+        }
         if *llm_key_unused {
             write!(f, "; [llm] api_key is not used for this provider because [{section}] exists")?;
         }
@@ -177,14 +189,21 @@ impl LlmEndpoint {
         Err(MissingApiKey {
             provider: self.provider.clone(),
             section: self.key_section.clone(),
-            variable: self.api_format.key_variable().into(),
+            api_format: self.api_format,
             origin: origin.into(),
             llm_key_unused: self.llm_key_unused,
+            custom_url: (!self.at_default_url()).then(|| self.base_url.clone()),
         })
+    }
+
+    /// Whether the base URL is the API format's own address (where its environment variable's key belongs).
+    fn at_default_url(&self) -> bool {
+        self.base_url == self.api_format.default_base_url().trim_end_matches('/')
     }
 }
 
-fn is_loopback_url(url: &str) -> bool {
+/// Whether `url` names this machine (`localhost`, `127.x`, `::1`): a server there needs no key.
+pub fn is_loopback_url(url: &str) -> bool {
     let host = url.split_once("://").map_or(url, |(_, rest)| rest).split(['/', '?']).next().unwrap_or("");
     let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
     let host = if host.starts_with('[') {
@@ -192,7 +211,8 @@ fn is_loopback_url(url: &str) -> bool {
     } else {
         host.split(':').next().unwrap_or("")
     };
-    host == "localhost" || host.starts_with("127.") || host == "::1"
+    // An address, not a prefix: `127.0.0.1.example.com` is somebody else's host.
+    host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 impl crate::ConfigFile {
@@ -278,22 +298,27 @@ impl Config {
             None => (llm.api_key.clone(), llm.base_url.clone()),
         };
         let mut key_source = format!("{key_section}.api_key");
+        let configured_url = base_url.filter(|u| !u.is_empty());
+        let env_url = matches!(api_format, ApiFormat::OpenAi)
+            .then(|| std::env::var("OPENAI_BASE_URL").ok())
+            .flatten()
+            .filter(|u| !u.is_empty());
+        let default_url = api_format.default_base_url();
+        // The variable's key goes to its provider's own address, or to one the environment names too: a config
+        // file (perhaps someone else's) that points the base URL elsewhere does not get it by default.
+        let env_key_fits = match &configured_url {
+            Some(url) => url.trim_end_matches('/') == default_url.trim_end_matches('/'),
+            None => true,
+        };
         if api_key.is_empty()
+            && env_key_fits
             && let Ok(value) = std::env::var(api_format.key_variable())
             && !value.is_empty()
         {
             api_key = value;
             key_source = api_format.key_variable().to_string();
         }
-        let base_url = base_url
-            .filter(|u| !u.is_empty())
-            .or_else(|| {
-                matches!(api_format, ApiFormat::OpenAi)
-                    .then(|| std::env::var("OPENAI_BASE_URL").ok())
-                    .flatten()
-                    .filter(|u| !u.is_empty())
-            })
-            .unwrap_or_else(|| api_format.default_base_url().to_string());
+        let base_url = configured_url.or(env_url).unwrap_or_else(|| default_url.to_string());
         let mut headers = llm.extra_headers.clone();
         if let Some(p) = section {
             headers.extend(p.headers.clone());
@@ -347,5 +372,16 @@ mod tests {
         assert!(is_loopback_url("http://[::1]:8080/v1"));
         assert!(!is_loopback_url("https://api.openai.com/v1"));
         assert!(!is_loopback_url("https://localhost.evil.com/v1"));
+    }
+
+    #[test]
+    fn only_this_machines_addresses_are_loopback() {
+        for url in ["http://127.0.0.1:11434/v1", "http://localhost/v1", "http://[::1]:8080", "http://127.8.9.1"] {
+            assert!(is_loopback_url(url), "{url}");
+        }
+        for url in ["http://127.0.0.1.evil.example/v1", "https://api.openai.com/v1", "http://10.0.0.1", "http://[::2]"]
+        {
+            assert!(!is_loopback_url(url), "{url}");
+        }
     }
 }

@@ -14,8 +14,12 @@ const REMOVED_TOOL_NAMES: &[(&str, &str)] = &[
 const KNOWN_EXTENSION_MODULES: &[&str] = &["minibot.extensions.tools.graph"];
 
 pub(crate) fn check(config: &Config, origin: &str) -> Result<()> {
-    let invalid =
-        |key: &str, message: String| ConfigError::InvalidKey { file: origin.into(), key: key.into(), message };
+    let invalid = |key: &str, message: String| ConfigError::InvalidKey {
+        file: origin.into(),
+        key: key.into(),
+        message,
+        line: None,
+    };
     // First, so a file that asks for something unbuilt hears that, not what else that feature would need.
     let unsupported = crate::support::findings(config, origin)?;
     if !unsupported.is_empty() {
@@ -91,6 +95,20 @@ pub(crate) fn check(config: &Config, origin: &str) -> Result<()> {
     }
     if tasks.max_concurrent_workers == 0 {
         return Err(invalid("tasks.max_concurrent_workers", "must be at least 1".into()));
+    }
+    let idle_default = crate::schema::TasksSection::default().local_worker_idle_seconds;
+    if tasks.enabled && tasks.local_worker_idle_seconds != idle_default {
+        let without = match (tasks.backend, tasks.local_workers) {
+            (TaskBackend::Rabbitmq, _) => Some("with backend = \"rabbitmq\" workers are started separately"),
+            (TaskBackend::Sqlite, 0) => Some("local_workers = 0 starts none"),
+            (TaskBackend::Sqlite, _) => None,
+        };
+        if let Some(why) = without {
+            return Err(invalid(
+                "tasks.local_worker_idle_seconds",
+                format!("applies only to local workers, and {why}; remove the key"),
+            ));
+        }
     }
     if tasks.history && tasks.backend != TaskBackend::Sqlite {
         return Err(invalid("tasks.history", "requires tasks.backend = \"sqlite\"".into()));

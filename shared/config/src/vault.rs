@@ -25,6 +25,8 @@ pub enum Unlock<'a> {
 pub(crate) struct Origin<'a> {
     pub name: &'a str,
     pub base_dir: &'a Path,
+    /// The platform layout's data folder ([`crate::places`]), if this config uses it.
+    pub state_dir: Option<&'a Path>,
     pub lookup: &'a dyn Fn(&str) -> Option<String>,
 }
 
@@ -49,7 +51,7 @@ pub(crate) fn expand_secrets(
             None => Ok((Secrets::default(), None)),
         };
     }
-    let path = paths::resolve(origin.base_dir, &vault.path);
+    let path = paths::resolve(origin.base_dir, origin.state_dir, &vault.path);
     // An unlock failure is reported at the first key that needed the vault, else at the switch that opened it.
     let at = references.first().map_or_else(|| "vault.enabled".to_string(), |(key, _)| key.clone());
     let (secrets, password) = match unlock {
@@ -57,7 +59,9 @@ pub(crate) fn expand_secrets(
         Unlock::Skip => (Secrets::default(), None),
         Unlock::Password(prompt) => {
             let sources = PasswordSources {
-                file: Some(&vault.password_file).filter(|f| !f.is_empty()).map(|f| paths::resolve(origin.base_dir, f)),
+                file: Some(&vault.password_file)
+                    .filter(|f| !f.is_empty())
+                    .map(|f| paths::resolve(origin.base_dir, origin.state_dir, f)),
                 file_setting: "[vault] password_file",
                 env: (origin.lookup)(minibot_vault::PASSWORD_ENV),
                 prompt,

@@ -44,6 +44,58 @@ fn unknown_nested_key_names_the_nested_section() {
 }
 
 #[test]
+fn unknown_key_gets_its_line_and_the_closest_known_name() {
+    let err = load("# mine\n[llm]\nmodel = \"x\"\nmodle = \"y\"\n").expect_err("unknown key");
+    assert!(matches!(err, ConfigError::InvalidKey { line: Some(4), .. }), "{err:?}");
+    assert_eq!(err.to_string(), "config.toml, line 4: `llm.modle`: unknown key; did you mean `model`?");
+    let err = load("[[tools.mcp.servers]]\nname = \"a\"\ncomand = \"x\"\n").expect_err("unknown key");
+    assert_eq!(
+        err.to_string(),
+        "config.toml, line 3: `tools.mcp.servers[0].comand`: unknown key; did you mean `command`?"
+    );
+}
+
+#[test]
+fn a_key_in_the_wrong_section_is_pointed_to_its_section() {
+    let err = load("[llm]\nmodel = \"x\"\nbot_token = \"1:x\"\n").expect_err("misplaced key");
+    assert_eq!(
+        err.to_string(),
+        "config.toml, line 3: `llm.bot_token`: unknown key; `bot_token` belongs in [channels.telegram]"
+    );
+    let err = load("bot_token = \"1:x\"\n[llm]\nmodel = \"x\"\n").expect_err("key above every header");
+    assert_eq!(
+        err.to_string(),
+        "config.toml, line 1: `bot_token`: unknown key; it belongs in [channels.telegram]: move it below the \
+         [channels.telegram] header"
+    );
+}
+
+#[test]
+fn a_well_known_section_at_the_top_level_points_to_where_it_lives() {
+    let err = load("[llm]\nmodel = \"x\"\n\n[telegram]\nbot_token = \"1:x\"\n").expect_err("misplaced section");
+    assert!(matches!(err, ConfigError::UnknownSection { ref section, line: Some(4), .. } if section == "telegram"));
+    assert_eq!(err.to_string(), "config.toml, line 4: unknown section [telegram]; did you mean [channels.telegram]?");
+    let err = load("[mcp]\nservers = []\n").expect_err("misplaced section");
+    assert!(err.to_string().ends_with("unknown section [mcp]; did you mean [tools.mcp]?"), "{err}");
+}
+
+#[test]
+fn a_missing_explicit_file_is_reported_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nope.toml");
+    let err = Config::load(Some(&path)).expect_err("missing file");
+    // The way `minibot` prints it: the message, then each cause.
+    let mut shown = err.to_string();
+    let mut cause = std::error::Error::source(&err);
+    while let Some(inner) = cause {
+        shown.push_str(&format!(": {inner}"));
+        cause = inner.source();
+    }
+    assert_eq!(shown.matches("No such file or directory").count(), 1, "{shown}");
+    assert!(shown.starts_with(&format!("cannot read config file {}: ", path.display())), "{shown}");
+}
+
+#[test]
 fn unknown_section_is_named() {
     let err = load("[lmm]\nmodel = \"x\"\n").expect_err("unknown section");
     assert!(matches!(err, ConfigError::UnknownSection { ref section, .. } if section == "lmm"), "{err}");
@@ -101,6 +153,22 @@ fn provider_without_api_format_is_rejected() {
 fn lease_must_outlive_worker_timeout() {
     let err = load("[tasks]\nworker_timeout_seconds = 3000\n").expect_err("lease");
     assert!(err.to_string().contains("tasks.sqlite.lease_timeout_seconds"), "{err}");
+}
+
+#[test]
+fn local_worker_idle_seconds_needs_local_workers() {
+    assert_eq!(load("").expect("defaults").tasks.local_worker_idle_seconds, 300);
+    assert_eq!(load("[tasks]\nlocal_worker_idle_seconds = 0\n").expect("never").tasks.local_worker_idle_seconds, 0);
+    for (text, why) in [
+        ("[tasks]\nbackend = \"rabbitmq\"\nlocal_worker_idle_seconds = 60\n", "rabbitmq"),
+        ("[tasks]\nlocal_workers = 0\nlocal_worker_idle_seconds = 60\n", "local_workers = 0"),
+    ] {
+        let err = load(text).expect_err("no local workers to stop");
+        let message = err.to_string();
+        assert!(message.contains("tasks.local_worker_idle_seconds") && message.contains(why), "{message}");
+    }
+    let err = load("[tasks]\nlocal_worker_idle_seconds = -1\n").expect_err("negative");
+    assert!(err.to_string().contains("local_worker_idle_seconds"), "{err}");
 }
 
 #[test]

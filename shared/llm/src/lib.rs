@@ -5,6 +5,8 @@
 //! [`provider_for`] builds the right client for a resolved [`minibot_config::LlmEndpoint`]. Today every
 //! OpenAI-compatible Chat Completions endpoint is served; other API formats are refused with a clear error.
 
+pub mod body;
+pub mod cause;
 mod error;
 mod openai;
 mod retry;

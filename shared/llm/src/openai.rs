@@ -10,6 +10,9 @@ use minibot_vault::Redactor;
 use serde_json::{Value, json};
 use std::time::Duration;
 
+/// The most of a response read: far above any real answer, far below what would hurt the process.
+const MAX_RESPONSE_BYTES: usize = 16 << 20;
+
 /// Bodies quoted in errors are cut to this many characters; a provider's HTML error page is no use in full.
 const ERROR_BODY_CHARS: usize = 300;
 
@@ -19,6 +22,9 @@ pub struct OpenAiChat {
     api_key: String,
     retry: RetryPolicy,
     timeout: Duration,
+    connect_timeout: Duration,
+    /// Where the API key came from (`llm.api_key`, `OPENAI_API_KEY`, …), for the message of a rejected key.
+    key_source: String,
     /// Secret values never leave in a request body or come back in an error: a tool result or a message that
     /// carries one is masked before it is sent, and provider text quoted in an error is masked before it is cut.
     /// The config's whole set ([`minibot_config::Config::redactor`]): the vault's values and password and every
@@ -32,10 +38,16 @@ impl OpenAiChat {
         crate::install_crypto_provider();
         let mut headers = reqwest::header::HeaderMap::new();
         for (name, value) in &endpoint.headers {
-            let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
-                .map_err(|e| LlmError::BadRequest { status: 0, body: format!("header `{name}`: {e}") })?;
-            let value = reqwest::header::HeaderValue::from_str(value)
-                .map_err(|e| LlmError::BadRequest { status: 0, body: format!("header `{name}`: {e}") })?;
+            let name = reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|e| LlmError::BadRequest {
+                url: endpoint.base_url.clone(),
+                status: 0,
+                body: format!("header `{name}`: {e}"),
+            })?;
+            let value = reqwest::header::HeaderValue::from_str(value).map_err(|e| LlmError::BadRequest {
+                url: endpoint.base_url.clone(),
+                status: 0,
+                body: format!("header `{name}`: {e}"),
+            })?;
             headers.insert(name, value);
         }
         let client = reqwest::Client::builder()
@@ -44,18 +56,20 @@ impl OpenAiChat {
             .timeout(endpoint.request_timeout)
             .user_agent(concat!("minibot/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| LlmError::Connect { url: endpoint.base_url.clone(), detail: e.to_string() })?;
+            .map_err(|e| LlmError::Connect { url: endpoint.base_url.clone(), detail: error_chain(&e) })?;
         Ok(Self {
             client,
             url: format!("{}/chat/completions", endpoint.base_url),
             api_key: endpoint.api_key.clone(),
             retry: RetryPolicy { attempts: endpoint.retry_attempts + 1, base: endpoint.retry_delay },
             timeout: endpoint.request_timeout,
+            connect_timeout: endpoint.connect_timeout,
+            key_source: endpoint.api_key_source.clone(),
             redactor: endpoint.redactor.clone(),
         })
     }
 
-    async fn send_once(&self, body: &[u8]) -> Result<ChatResponse> {
+    async fn send_once(&self, body: &[u8], model: &str) -> Result<ChatResponse> {
         let mut request =
             self.client.post(&self.url).header(reqwest::header::CONTENT_TYPE, "application/json").body(body.to_vec());
         if !self.api_key.is_empty() {
@@ -69,21 +83,45 @@ impl OpenAiChat {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<f64>().ok())
             .and_then(|secs| Duration::try_from_secs_f64(secs).ok());
-        let text = response.text().await.map_err(|e| self.transport_error(&e))?;
+        let (text, cut) =
+            crate::body::read_capped(response, MAX_RESPONSE_BYTES).await.map_err(|e| self.transport_error(&e))?;
         if !(200..300).contains(&status) {
-            return Err(classify_status(status, retry_after, &text, &self.redactor));
+            let url = self.shown_url();
+            let call = Call { url: &url, model, key_source: &self.key_source, redactor: &self.redactor };
+            return Err(classify_status(status, retry_after, &text, &call));
+        }
+        if cut {
+            return Err(LlmError::InvalidResponse(format!(
+                "{} sent more than {} MiB; the rest was not read",
+                self.shown_url(),
+                MAX_RESPONSE_BYTES >> 20
+            )));
         }
         parse_response(&text, &self.redactor)
     }
 
+    /// The URL as messages show it: a key can sit in a configured URL (`?key=`).
+    fn shown_url(&self) -> String {
+        self.redactor.redact(&self.url).into_owned()
+    }
+
     fn transport_error(&self, error: &reqwest::Error) -> LlmError {
+        let url = self.shown_url();
         if error.is_timeout() {
-            LlmError::Timeout(self.timeout)
-        } else {
-            // A key can sit in a configured URL (`?key=`) and so in reqwest's message.
-            let url = self.redactor.redact(&self.url).into_owned();
-            LlmError::Connect { url, detail: self.redactor.redact(&error_chain(error)).into_owned() }
+            let (after, setting) = if error.is_connect() {
+                (self.connect_timeout, crate::error::CONNECT_SETTING)
+            } else {
+                (self.timeout, "request_timeout_seconds")
+            };
+            return LlmError::Timeout { url, after: Some(after), setting };
         }
+        let host = reqwest::Url::parse(&self.url)
+            .ok()
+            .and_then(|u| Some(format!("{}:{}", u.host_str()?, u.port_or_known_default()?)))
+            .unwrap_or_else(|| url.clone());
+        // reqwest's message is also a cause (a body cut off mid-read); past the connection, keep its whole chain.
+        let detail = if error.is_connect() { crate::cause::describe(error, &host) } else { error_chain(error) };
+        LlmError::Connect { url, detail: self.redactor.redact(&detail).into_owned() }
     }
 }
 
@@ -95,7 +133,7 @@ impl ChatProvider for OpenAiChat {
             let body = body.to_string().into_bytes();
             let mut retry = 0;
             loop {
-                match self.send_once(&body).await {
+                match self.send_once(&body, &request.model).await {
                     Ok(response) => return Ok(response),
                     Err(error) if error.is_retryable() && retry + 1 < self.retry.attempts => {
                         let delay = self.retry.delay(retry, &error);
@@ -167,21 +205,58 @@ fn cut(text: &str) -> String {
     }
 }
 
-fn classify_status(status: u16, retry_after: Option<Duration>, body: &str, redactor: &Redactor) -> LlmError {
+/// What a failed call was, for the error that reports it.
+struct Call<'a> {
+    url: &'a str,
+    model: &'a str,
+    key_source: &'a str,
+    redactor: &'a Redactor,
+}
+
+fn classify_status(status: u16, retry_after: Option<Duration>, body: &str, call: &Call<'_>) -> LlmError {
     let lower = body.to_ascii_lowercase();
-    let body = quote(redactor, body);
+    let text = quote(call.redactor, &provider_text(body));
+    let (url, status_body) = (call.url.to_string(), text.clone());
     match status {
-        429 if lower.contains("insufficient_quota") => LlmError::Quota { status, body },
-        429 => LlmError::RateLimited { retry_after, body },
-        402 => LlmError::Quota { status, body },
-        401 | 403 => LlmError::Unauthorized { status, body },
-        408 => LlmError::Timeout(Duration::ZERO),
+        429 if lower.contains("insufficient_quota") => LlmError::Quota { status, body: text },
+        429 => LlmError::RateLimited { retry_after, body: text },
+        402 => LlmError::Quota { status, body: text },
+        401 | 403 => LlmError::Unauthorized { url, status, body: text, key_source: call.key_source.into() },
+        408 => LlmError::Timeout { url, after: None, setting: "request_timeout_seconds" },
         400 | 413 if lower.contains("context_length") || lower.contains("maximum context length") => {
-            LlmError::ContextLength(body)
+            LlmError::ContextLength(text)
         }
-        500..=599 => LlmError::Server { status, body },
-        _ => LlmError::BadRequest { status, body },
+        400 | 404 | 422 if names_missing_model(&lower, status) => {
+            LlmError::ModelNotFound { url, model: call.model.into(), status, body: text }
+        }
+        500..=599 => LlmError::Server { url, status, body: status_body },
+        _ => LlmError::BadRequest { url, status, body: status_body },
     }
+}
+
+/// Whether an error body says the requested model does not exist: OpenAI's `model_not_found`, Ollama's "model
+/// … not found", OpenRouter's "not a valid model ID", vLLM's "The model `x` does not exist". A 404 that names a
+/// model counts; a bare 404 is a wrong URL.
+fn names_missing_model(lower: &str, status: u16) -> bool {
+    let said = ["model_not_found", "not a valid model", "no such model", "unknown model", "model not found"]
+        .iter()
+        .any(|phrase| lower.contains(phrase));
+    let missing = lower.contains("not found") || lower.contains("not exist");
+    said || (lower.contains("model") && missing) || (status == 404 && lower.contains("model"))
+}
+
+/// The provider's own words from an error body: `error.message` (OpenAI and most servers), `error` as text
+/// (Ollama), `message` or `detail`; the body itself when it is none of those.
+fn provider_text(body: &str) -> String {
+    let Ok(value) = serde_json::from_str::<Value>(body) else { return body.to_string() };
+    let error = value.get("error");
+    let said = error
+        .and_then(|e| e.get("message"))
+        .or_else(|| error.filter(|e| e.is_string()))
+        .or_else(|| value.get("message"))
+        .or_else(|| value.get("detail"))
+        .and_then(Value::as_str);
+    said.map_or_else(|| body.to_string(), str::to_string)
 }
 
 pub(crate) fn request_body(request: &ChatRequest) -> Value {
@@ -247,8 +322,9 @@ fn message_json(message: &Message) -> Value {
 pub(crate) fn parse_response(text: &str, redactor: &Redactor) -> Result<ChatResponse> {
     let value: Value = serde_json::from_str(text)
         .map_err(|e| LlmError::InvalidResponse(format!("{e}; body starts with {:?}", quote(redactor, text))))?;
-    if let Some(error) = value.get("error").filter(|e| !e.is_null()) {
-        return Err(LlmError::Server { status: 200, body: quote(redactor, &error.to_string()) });
+    if value.get("error").is_some_and(|e| !e.is_null()) {
+        let said = quote(redactor, &provider_text(&value.to_string()));
+        return Err(LlmError::Server { url: String::from("the provider"), status: 200, body: said });
     }
     let choice = value
         .get("choices")
@@ -347,7 +423,9 @@ mod tests {
 
     #[test]
     fn statuses_are_classified() {
-        let none = Redactor::default();
+        let redactor = Redactor::default();
+        let none =
+            Call { url: "http://x/v1/chat/completions", model: "m", key_source: "llm.api_key", redactor: &redactor };
         assert!(classify_status(503, None, "", &none).is_retryable());
         assert!(!classify_status(401, None, "", &none).is_retryable());
         assert!(matches!(classify_status(429, None, "insufficient_quota", &none), LlmError::Quota { .. }));
@@ -355,5 +433,23 @@ mod tests {
             classify_status(400, None, "This model's maximum context length is 8192", &none),
             LlmError::ContextLength(_)
         ));
+    }
+
+    #[test]
+    fn a_missing_model_is_told_apart_from_a_wrong_url() {
+        let redactor = Redactor::default();
+        let call = Call { url: "http://x/v1/chat/completions", model: "llama9", key_source: "k", redactor: &redactor };
+        let ollama = r#"{"error":"model \"llama9\" not found, try pulling it first"}"#;
+        let openrouter = r#"{"error":{"message":"llama9 is not a valid model ID","code":400}}"#;
+        for (status, body) in [(404, ollama), (400, openrouter)] {
+            let error = classify_status(status, None, body, &call);
+            assert!(matches!(error, LlmError::ModelNotFound { .. }), "{status} {body}: {error:?}");
+            let text = error.to_string();
+            assert!(text.contains("model `llama9`") && text.contains("http://x/v1/chat/completions"), "{text}");
+            assert!(!text.contains("{\""), "the provider's words, not its JSON: {text}");
+        }
+        let wrong_url = classify_status(404, None, "404 page not found", &call).to_string();
+        assert!(wrong_url.contains("check [llm] base_url"), "{wrong_url}");
+        assert!(!wrong_url.contains("model `"), "{wrong_url}");
     }
 }

@@ -27,7 +27,7 @@ mod tests {
     #[test]
     fn grows_and_honours_retry_after() {
         let policy = RetryPolicy { attempts: 4, base: Duration::from_millis(100) };
-        let server = LlmError::Server { status: 500, body: String::new() };
+        let server = LlmError::Server { url: String::new(), status: 500, body: String::new() };
         assert_eq!(policy.delay(0, &server), Duration::from_millis(100));
         assert_eq!(policy.delay(2, &server), Duration::from_millis(400));
         let limited = LlmError::RateLimited { retry_after: Some(Duration::from_secs(3)), body: String::new() };

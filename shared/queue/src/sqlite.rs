@@ -138,6 +138,15 @@ impl SqliteQueue {
         Ok(result.rows_affected())
     }
 
+    /// The workers holding a claim now.
+    pub async fn claiming_workers(&self) -> Result<Vec<String>> {
+        Ok(sqlx::query_scalar(
+            "SELECT DISTINCT worker_id FROM queue_tasks WHERE status = 'leased' AND worker_id IS NOT NULL",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
     /// Tasks waiting or running, for diagnostics and tests.
     pub async fn depth(&self) -> Result<i64> {
         Ok(sqlx::query_scalar("SELECT COUNT(*) FROM queue_tasks").fetch_one(&self.pool).await?)

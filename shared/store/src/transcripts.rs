@@ -104,6 +104,18 @@ impl Store {
         Ok(())
     }
 
+    /// Starts the session afresh and keeps its conversation: its messages move to the session
+    /// `{session_id}@{now}`. Returns that id and how many messages moved (none: the session was empty).
+    pub async fn archive_session(&self, session_id: &str) -> Result<(String, u64)> {
+        let archive = format!("{session_id}@{}", now());
+        let moved = sqlx::query("UPDATE messages SET session_id = ?2 WHERE session_id = ?1")
+            .bind(session_id)
+            .bind(&archive)
+            .execute(&self.pool)
+            .await?;
+        Ok((archive, moved.rows_affected()))
+    }
+
     pub async fn count(&self, session_id: &str) -> Result<u64> {
         let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE session_id = ?1")
             .bind(session_id)

@@ -88,6 +88,10 @@ struct State {
     /// The `Authorization` header of each request of `requests` (empty when there was none).
     authorizations: Vec<String>,
     default_delay: Duration,
+    /// What `GET /models` lists; `None`: no such route (404), as on servers without a model list.
+    models: Option<Vec<String>>,
+    /// The only key accepted (`Authorization: Bearer <key>`); `None`: any key or none.
+    required_key: Option<String>,
 }
 
 /// The scripted server. Dropping it stops it.
@@ -142,6 +146,21 @@ impl ScriptedLlm {
         }
     }
 
+    /// Answers `GET /models` with these ids, and refuses chat requests for any other model with OpenAI's 404
+    /// `model_not_found`.
+    pub fn set_models(&self, models: &[&str]) {
+        if let Ok(mut state) = self.state.lock() {
+            state.models = Some(models.iter().map(|m| (*m).to_string()).collect());
+        }
+    }
+
+    /// Accepts only `key`: any other request is refused as OpenAI refuses a wrong key (401 `invalid_api_key`).
+    pub fn require_key(&self, key: &str) {
+        if let Ok(mut state) = self.state.lock() {
+            state.required_key = Some(key.to_string());
+        }
+    }
+
     pub fn add_script(&self, script: Script) {
         if let Ok(mut state) = self.state.lock() {
             state.scripts.push(script);
@@ -167,8 +186,28 @@ async fn handle(state: Arc<Mutex<State>>, req: Request<Incoming>) -> Result<Resp
         req.headers().get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
     let body = req.into_body().collect().await?.to_bytes();
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let (models, required_key) = match state.lock() {
+        Ok(state) => (state.models.clone(), state.required_key.clone()),
+        Err(poisoned) => (poisoned.get_ref().models.clone(), poisoned.get_ref().required_key.clone()),
+    };
+    let known_route = path.ends_with("/chat/completions") || (path.ends_with("/models") && models.is_some());
+    if required_key.is_some_and(|key| known_route && authorization != format!("Bearer {key}")) {
+        return Ok(respond(401, wrong_key(&authorization)));
+    }
+    if let Some(models) = models.as_ref().filter(|_| path.ends_with("/models")) {
+        let data: Vec<Value> =
+            models.iter().map(|id| json!({ "id": id, "object": "model", "owned_by": "scripted" })).collect();
+        return Ok(respond(200, json!({ "object": "list", "data": data }).to_string()));
+    }
     if !path.ends_with("/chat/completions") {
         return Ok(respond(404, json!({ "error": { "message": format!("no route {path}") } }).to_string()));
+    }
+    let model = request["model"].as_str().unwrap_or_default();
+    if models.is_some_and(|models| !models.iter().any(|m| m == model)) {
+        let message = format!("The model `{model}` does not exist or you do not have access to it.");
+        let error = json!({ "error": { "message": message, "type": "invalid_request_error", "param": null,
+                                       "code": "model_not_found" } });
+        return Ok(respond(404, error.to_string()));
     }
     let messages = request["messages"].as_array().cloned().unwrap_or_default();
     let (reply, delay) = {
@@ -200,6 +239,24 @@ async fn handle(state: Arc<Mutex<State>>, req: Request<Incoming>) -> Result<Resp
         Reply::Status(status, body) => respond(status, body),
         Reply::Raw(body) => respond(200, body),
     })
+}
+
+/// OpenAI's answer to a wrong key: the key shown with its middle masked.
+fn wrong_key(authorization: &str) -> String {
+    let given = authorization.strip_prefix("Bearer ").unwrap_or_default();
+    let message = if given.is_empty() {
+        "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer \
+         auth (i.e. Authorization: Bearer YOUR_KEY)."
+            .to_string()
+    } else {
+        let tail: String = given.chars().skip(given.chars().count().saturating_sub(4)).collect();
+        let shown = format!("{}****{tail}", given.chars().take(3).collect::<String>());
+        format!(
+            "Incorrect API key provided: {shown}. You can find your API key at https://platform.openai.com/account/api-keys."
+        )
+    };
+    json!({ "error": { "message": message, "type": "invalid_request_error", "param": null, "code": "invalid_api_key" } })
+        .to_string()
 }
 
 fn choose(state: &mut State, messages: &[Value]) -> (Reply, Duration) {

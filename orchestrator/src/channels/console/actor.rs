@@ -2,18 +2,22 @@
 //! tells the waiting side when everything is answered.
 
 use super::approvals::{self, Answer, ConsoleApprovals, Notice};
+use super::awaiting::Awaiting;
+use super::screen::{Screen, TerminalSafeScreen, TurnStatus};
 use crate::messages::{
     ApprovalDecision, AskApproval, ChannelCapabilities, ChannelHandle, Intake, Outbound, OutboundFile, OutboundRole,
     Progress, RegisterChannel,
 };
-use crate::terminal_text::for_terminal;
+use crate::tasks::TaskHub;
 use actix::prelude::*;
 use minibot_agent::AgentEvent;
-use std::collections::HashSet;
-use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
+
+/// How often the status line is redrawn while a turn runs (its spinner and seconds move).
+const STATUS_TICK: Duration = Duration::from_millis(200);
 
 pub const CHANNEL: &str = "console";
 
@@ -27,43 +31,6 @@ pub const CAPABILITIES: ChannelCapabilities = ChannelCapabilities {
     max_message_chars: None,
     format: minibot_agent::TextFormat::Plain,
 };
-
-/// Event ids sent and not answered yet. Shared by the input side and the actor.
-pub type Awaiting = Arc<Mutex<HashSet<String>>>;
-
-/// Where text goes: above the rustyline prompt, or plain stdout/stderr.
-pub trait Screen: Send {
-    fn answer(&mut self, text: &str);
-    fn notice(&mut self, text: &str);
-}
-
-/// What every [`Screen`] of the console is wrapped in: the text is the model's or a tool's (answers, task
-/// results, tool names, approval questions), so it reaches the terminal without control characters
-/// ([`for_terminal`]); the screen's own styling comes after.
-struct TerminalSafeScreen(Box<dyn Screen>);
-
-impl Screen for TerminalSafeScreen {
-    fn answer(&mut self, text: &str) {
-        self.0.answer(&for_terminal(text));
-    }
-    fn notice(&mut self, text: &str) {
-        self.0.notice(&for_terminal(text));
-    }
-}
-
-/// stdout for answers, stderr for notices, so `--once` output can be piped.
-pub struct PlainScreen;
-
-impl Screen for PlainScreen {
-    fn answer(&mut self, text: &str) {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{text}");
-        let _ = out.flush();
-    }
-    fn notice(&mut self, text: &str) {
-        eprintln!("{text}");
-    }
-}
 
 /// How a `--once` run stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,6 +61,12 @@ pub struct Console {
     /// How long a background task may take, for `--once` waiting.
     task_timeout: Duration,
     approvals: ConsoleApprovals,
+    /// What the chat's running turn does, from its progress; `None` between turns.
+    status: Option<TurnStatus>,
+    /// Where a task result's specialist is looked up, to say which task a result answers.
+    tasks: Option<Arc<TaskHub>>,
+    /// `task 3f2a9c1e (researcher)` by task id.
+    labels: HashMap<String, String>,
 }
 
 impl Console {
@@ -105,7 +78,16 @@ impl Console {
             once: None,
             task_timeout: Duration::from_secs(1800 + 60),
             approvals: ConsoleApprovals::default(),
+            status: None,
+            tasks: None,
+            labels: HashMap::new(),
         }
+    }
+
+    /// Task results then name their specialist (else only the task id).
+    pub fn with_tasks(mut self, tasks: Option<Arc<TaskHub>>) -> Self {
+        self.tasks = tasks;
+        self
     }
 
     /// How approval questions are answered: `--approve` patterns, and where the REPL's questions wait (none:
@@ -142,28 +124,38 @@ impl Console {
     }
 }
 
-impl Actor for Console {
-    type Context = Context<Self>;
-}
+impl Console {
+    fn show_status(&mut self) {
+        self.screen.status(self.status.as_ref());
+    }
 
-impl Handler<Outbound> for Console {
-    type Result = ();
+    /// An answer, after a line naming the background task it comes from (if any).
+    fn show(&mut self, out: &Outbound) {
+        if let Some(label) = out.task_id.as_ref().and_then(|id| self.labels.get(id)) {
+            let about = if out.role == OutboundRole::TaskResult { "result of" } else { "answer after" };
+            self.screen.notice(&format!("⋯ {about} {label}:"));
+        }
+        self.screen.answer(&out.text);
+    }
 
-    fn handle(&mut self, out: Outbound, _ctx: &mut Context<Self>) {
-        if out.channel != CHANNEL || out.chat_id != self.chat_id {
-            return;
-        }
-        if let Ok(mut awaiting) = self.awaiting.lock() {
-            for id in &out.answers {
-                awaiting.remove(id);
-            }
-        }
+    /// The task whose label a message needs and that is not known yet.
+    fn unlabelled(&self, out: &Outbound) -> Option<String> {
+        let id = out.task_id.as_ref().filter(|_| out.role != OutboundRole::Progress)?;
+        (!self.labels.contains_key(id)).then(|| id.clone())
+    }
+
+    fn deliver(&mut self, out: Outbound) {
         if out.role == OutboundRole::Progress {
             self.screen.notice(&out.text);
             return;
         }
+        if out.role == OutboundRole::Answer && !out.answers.is_empty() {
+            // The turn is over: its answer replaces the status line.
+            self.status = None;
+            self.show_status();
+        }
         let Some(once) = self.once.as_mut() else {
-            self.screen.answer(&out.text);
+            self.show(&out);
             return;
         };
         let answers_once = out.answers.contains(&once.event_id);
@@ -178,7 +170,8 @@ impl Handler<Outbound> for Console {
             }
             return;
         }
-        self.screen.answer(&out.text);
+        self.show(&out);
+        let Some(once) = self.once.as_mut() else { return };
         if answers_once {
             once.answered = true;
             once.code = i32::from(out.is_error);
@@ -186,22 +179,67 @@ impl Handler<Outbound> for Console {
             once.code = 1;
         }
         once.tasks.extend(out.task_handoff.iter().cloned());
+        let mut due = Vec::new();
         if answers_once {
             for early in std::mem::take(&mut once.early) {
                 if early.task_id.as_ref().is_some_and(|id| once.tasks.remove(id)) {
-                    self.screen.answer(&early.text);
                     if early.is_error {
                         once.code = 1;
                     }
+                    due.push(early);
                 }
             }
         }
+        for early in &due {
+            self.show(early);
+        }
+        let Some(once) = self.once.as_mut() else { return };
         let status = if once.answered && once.tasks.is_empty() {
             OnceStatus::Done(once.code)
         } else {
             OnceStatus::WaitingForTasks(self.task_timeout)
         };
         let _ = once.status.send(status);
+    }
+}
+
+impl Actor for Console {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.run_interval(STATUS_TICK, |console, _ctx| {
+            if console.status.is_some() {
+                console.show_status();
+            }
+        });
+    }
+}
+
+impl Handler<Outbound> for Console {
+    type Result = ();
+
+    fn handle(&mut self, out: Outbound, ctx: &mut Context<Self>) {
+        if out.channel != CHANNEL || out.chat_id != self.chat_id {
+            return;
+        }
+        self.awaiting.answered(&out.answers);
+        let Some(task_id) = self.unlabelled(&out) else {
+            return self.deliver(out);
+        };
+        let short: String = task_id.chars().take(8).collect();
+        let Some(hub) = self.tasks.clone() else {
+            self.labels.insert(task_id, format!("task {short}"));
+            return self.deliver(out);
+        };
+        // The mailbox waits for the lookup, so what comes after this result is still shown after it.
+        let lookup = async move { hub.store.get(&task_id).await.ok().flatten().map(|r| (r.id, r.agent_name)) };
+        ctx.wait(lookup.into_actor(self).map(move |found, console, _ctx| {
+            if let Some((id, agent)) = found {
+                let agent = agent.unwrap_or_else(|| "worker".into());
+                console.labels.insert(id, format!("task {short} ({agent})"));
+            }
+            console.deliver(out);
+        }));
     }
 }
 
@@ -224,9 +262,21 @@ impl Handler<Progress> for Console {
         if progress.channel != CHANNEL || progress.chat_id != self.chat_id {
             return;
         }
+        let status = self.status.get_or_insert_with(TurnStatus::new);
+        status.asking = false;
+        match &progress.event {
+            AgentEvent::StepStarted { step } => {
+                status.step = *step;
+                status.tool = None;
+            }
+            AgentEvent::ToolStarted { name, .. } => status.tool = Some(name.clone()),
+            AgentEvent::ToolFinished { .. } => status.tool = None,
+            AgentEvent::SendFile(_) => {}
+        }
         if let AgentEvent::ToolStarted { name, .. } = &progress.event {
             self.screen.notice(&format!("  · running {name}"));
         }
+        self.show_status();
     }
 }
 
@@ -252,8 +302,13 @@ impl Handler<AskApproval> for Console {
             self.screen.notice(&format!("  · {} denied: {why}{asked_because}", request.tool));
             return Answer::Now(ApprovalDecision::Unavailable(why));
         };
+        let answer = approvals::ask(questions, request);
         self.screen.answer(&approvals::question_text(request));
-        approvals::ask(questions, request)
+        if let Some(status) = self.status.as_mut() {
+            status.asking = true;
+        }
+        self.show_status();
+        answer
     }
 }
 
@@ -265,10 +320,36 @@ impl Handler<Notice> for Console {
     }
 }
 
+/// Answered once everything sent to the console before it is shown (its mailbox is in order).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Flush;
+
+impl Handler<Flush> for Console {
+    type Result = ();
+
+    fn handle(&mut self, _flush: Flush, _ctx: &mut Context<Self>) {}
+}
+
+/// The console's own text (command replies), shown with [`Screen::info`].
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Info(pub String);
+
+impl Handler<Info> for Console {
+    type Result = ();
+
+    fn handle(&mut self, Info(text): Info, _ctx: &mut Context<Self>) {
+        self.screen.info(&text);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     // By its full path: the module layout test reads `super::` as the console module.
-    use crate::channels::console::actor::{Awaiting, Console, Screen};
+    use crate::channels::console::actor::Console;
+    use crate::channels::console::awaiting::Awaiting;
+    use crate::channels::console::screen::Screen;
     use std::sync::{Arc, Mutex};
 
     /// Keeps what the console shows, answers and notices alike.

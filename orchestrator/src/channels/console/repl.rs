@@ -1,49 +1,88 @@
-//! The interactive console: a line editor on its own thread, so the user can type (and steer) while a turn runs.
+//! The interactive console. Lines come from [`super::input`]; this side answers approval questions, runs the
+//! slash commands ([`super::commands`]) and sends the rest to the chat's conversation.
+//!
+//! With stdin not a terminal (a pipe, a file) each line is sent only once the one before it is answered, so
+//! every line gets its own answer instead of being steered into the turn before; a line is still taken while an
+//! approval question waits, since it may be the reply. At the end of input or `/exit` the console waits for
+//! the answers to every message it accepted (and every message of its chat resumed at start) before it returns
+//! and the stores close.
 
-use super::actor::{Awaiting, CHANNEL, Console, PlainScreen, Screen};
-use super::approvals::{ConsoleApprovals, Questions, is_reply};
+use super::actor::{CHANNEL, Console, Flush, Info};
+use super::approvals::{ConsoleApprovals, Notice, Questions, is_reply};
+use super::awaiting::Awaiting;
+use super::banner::banner;
+use super::commands::{self, Command};
+use super::input::{self, Event, Interrupts};
+use super::screen::{PlainScreen, Screen};
 use crate::cli::ConsoleArgs;
-use crate::messages::{Inbound, Intake, ReplayPending, StopTurn};
-use crate::terminal_text::for_terminal;
+use crate::messages::{Inbound, Intake, NewSession, ReplayPending, StopTurn, session_id};
+use crate::runtime::Runtime;
 use actix::prelude::*;
 use anyhow::Context as _;
 use minibot_agent::Patterns;
-use std::time::{Duration, Instant};
-use tokio::sync::oneshot;
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::time::Duration;
 
-struct ExternalScreen(Box<dyn rustyline::ExternalPrinter + Send>);
+/// How often waiting loops look at what is still unanswered.
+const POLL: Duration = Duration::from_millis(20);
 
-impl Screen for ExternalScreen {
-    fn answer(&mut self, text: &str) {
-        let _ = self.0.print(format!("{text}\n"));
-    }
-    fn notice(&mut self, text: &str) {
-        let _ = self.0.print(format!("\x1b[2m{text}\x1b[0m"));
-    }
-}
-
-/// Runs the REPL until the user quits.
-pub async fn run_repl(intake: Intake, options: &ConsoleArgs) -> anyhow::Result<i32> {
+/// Runs the REPL until the user quits and every accepted message is answered.
+pub async fn run_repl(intake: Intake, rt: Arc<Runtime>, options: &ConsoleArgs) -> anyhow::Result<i32> {
     let pre_approved = approve_patterns(options)?;
-    let awaiting: Awaiting = Awaiting::default();
+    let awaiting = Awaiting::default();
     let questions = Questions::default();
+    let paced = !std::io::stdin().is_terminal();
+    let welcome = banner(&rt, options.chat_id);
+    // Piped stdout holds answers only.
+    if std::io::stdout().is_terminal() {
+        println!("{welcome}");
+    } else {
+        eprintln!("{welcome}");
+    }
     watch_interrupts(intake.stop.clone(), options.chat_id, awaiting.clone(), Some(questions.clone()));
-    let input = Input {
-        intake: intake.clone(),
+    let interrupts = Interrupts {
+        stop: intake.stop.clone(),
         chat_id: options.chat_id,
-        user_id: options.user_id,
         awaiting: awaiting.clone(),
         questions: questions.clone(),
     };
-    let (screen, quit) = spawn_repl(input, options.plain)?;
-    let approvals = ConsoleApprovals { pre_approved, questions: Some(questions) };
-    let addr = Console::new(options.chat_id, screen, awaiting).with_approvals(approvals).start();
-    Console::register(&addr, &intake, true);
+    let editor = if options.plain || paced { None } else { input::spawn_editor(interrupts) };
+    let (screen, mut events): (Box<dyn Screen>, _) = match editor {
+        Some(editor) => editor,
+        // Lines typed on the terminal itself share it with a spinner badly.
+        None if paced => (Box::new(PlainScreen::new()), input::spawn_plain()),
+        None => (Box::new(PlainScreen::without_status()), input::spawn_plain()),
+    };
+    let approvals = ConsoleApprovals { pre_approved, questions: Some(questions.clone()) };
+    let console = Console::new(options.chat_id, screen, awaiting.clone())
+        .with_approvals(approvals)
+        .with_tasks(rt.tasks.clone())
+        .start();
+    Console::register(&console, &intake, true);
     let replayed = intake.replay.send(ReplayPending).await.unwrap_or_default();
-    if !replayed.is_empty() {
-        eprintln!("(resuming {} message(s) interrupted by a restart)", replayed.len());
+    for resumed in replayed.iter().filter(|i| i.channel == CHANNEL && i.chat_id == options.chat_id) {
+        awaiting.expect(&resumed.event_id);
     }
-    let _ = quit.await;
+    if !replayed.is_empty() {
+        console.do_send(Notice(format!("(resuming {} message(s) interrupted by a restart)", replayed.len())));
+    }
+    let repl = Repl { intake, rt, console, awaiting, questions, chat_id: options.chat_id, user_id: options.user_id };
+    loop {
+        if paced {
+            repl.until_answered_or_asked().await;
+        }
+        match events.recv().await {
+            Some(Event::Line(line)) => {
+                if !repl.line(&line).await {
+                    break;
+                }
+            }
+            Some(Event::Notice(text)) => repl.console.do_send(Notice(text)),
+            Some(Event::End) | None => break,
+        }
+    }
+    repl.finish().await;
     Ok(0)
 }
 
@@ -52,107 +91,136 @@ pub(super) fn approve_patterns(args: &ConsoleArgs) -> anyhow::Result<Patterns> {
     Patterns::new(&args.approve).context("--approve")
 }
 
-/// What the input side needs: where lines go and what they may answer.
-struct Input {
+struct Repl {
     intake: Intake,
-    chat_id: i64,
-    user_id: i64,
+    rt: Arc<Runtime>,
+    console: Addr<Console>,
     awaiting: Awaiting,
     questions: Questions,
+    chat_id: i64,
+    user_id: i64,
 }
 
-/// The interactive loop's input side, on its own thread. Returns when the user quits.
-fn spawn_repl(input: Input, plain: bool) -> anyhow::Result<(Box<dyn Screen>, oneshot::Receiver<()>)> {
-    let Input { intake, chat_id, user_id, awaiting, questions } = input;
-    let (quit_tx, quit_rx) = oneshot::channel();
-    let send = {
-        let (intake, awaiting, questions) = (intake.clone(), awaiting.clone(), questions.clone());
-        move |line: &str| -> bool {
-            let text = line.trim();
-            // An open approval question takes the next line, except the commands that end the turn or the
-            // session: those deny it and keep their meaning.
-            if matches!(text, "/stop" | "/exit" | "/quit") {
-                questions.deny_all();
-            } else if let Some((tool, approved)) = questions.answer(text) {
-                let tool = for_terminal(&tool);
-                eprintln!("  · {tool} {}", if approved { "approved" } else { "denied" });
-                if is_reply(text) {
-                    return true;
-                }
-            }
-            match text {
-                "" => {}
-                "/exit" | "/quit" => return false,
-                "/stop" => intake.stop.do_send(StopTurn { channel: CHANNEL.into(), chat_id }),
-                text => {
-                    let inbound = Inbound::new(CHANNEL, chat_id, Some(user_id), text);
-                    if let Ok(mut awaiting) = awaiting.lock() {
-                        awaiting.insert(inbound.event_id.clone());
-                    }
-                    intake.inbound.do_send(inbound);
-                }
-            }
-            true
+impl Repl {
+    fn info(&self, text: impl Into<String>) {
+        self.console.do_send(Info(text.into()));
+    }
+
+    fn session(&self) -> String {
+        session_id(CHANNEL, self.chat_id)
+    }
+
+    /// Waits until every message sent is answered, or a question waits for the next line.
+    async fn until_answered_or_asked(&self) {
+        while !self.awaiting.is_empty() && self.questions.is_empty() {
+            tokio::time::sleep(POLL).await;
         }
-    };
-    let editor = if plain { None } else { rustyline::DefaultEditor::new().ok() };
-    let Some(mut editor) = editor else {
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            while std::io::stdin().read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
-                if !send(&line) {
-                    break;
-                }
-                line.clear();
+    }
+
+    /// Handles one line; answers `false` when the user quits.
+    async fn line(&self, line: &str) -> bool {
+        let text = line.trim();
+        let command = commands::parse(text);
+        match &command {
+            // They end the turn or the session: the open questions are denied, and they keep their meaning.
+            Some(Command::Stop | Command::Exit) => {
+                self.questions.deny_all();
             }
-            let _ = quit_tx.send(());
-        });
-        return Ok((Box::new(PlainScreen), quit_rx));
-    };
-    let screen: Box<dyn Screen> = match editor.create_external_printer() {
-        Ok(printer) => Box::new(ExternalScreen(Box::new(printer))),
-        Err(_) => Box::new(PlainScreen),
-    };
-    std::thread::spawn(move || {
-        let mut last_interrupt: Option<Instant> = None;
-        loop {
-            match editor.readline("you> ") {
-                Ok(line) => {
-                    let _ = editor.add_history_entry(line.as_str());
-                    if !send(&line) {
-                        break;
+            // Other commands leave a question open for the next line.
+            Some(_) => {}
+            None => {
+                if let Some((tool, approved)) = self.questions.answer(text) {
+                    let verdict = if approved { "approved" } else { "denied" };
+                    self.console.do_send(Notice(format!("  · {tool} {verdict}")));
+                    if is_reply(text) {
+                        return true;
                     }
-                }
-                Err(rustyline::error::ReadlineError::Interrupted) => {
-                    let busy = awaiting.lock().map(|a| !a.is_empty()).unwrap_or(false);
-                    let denied = questions.deny_all() > 0;
-                    if busy {
-                        intake.stop.do_send(StopTurn { channel: CHANNEL.into(), chat_id });
-                        last_interrupt = None;
-                    } else if denied {
-                        // It answered a question; it is not the first press of an exit.
-                        last_interrupt = None;
-                    } else if last_interrupt.is_some_and(|at| at.elapsed() < Duration::from_secs(3)) {
-                        break;
-                    } else {
-                        eprintln!("(press Ctrl-C again to exit, or type /exit)");
-                        last_interrupt = Some(Instant::now());
-                    }
-                }
-                Err(rustyline::error::ReadlineError::Eof) => break,
-                Err(error) => {
-                    eprintln!("minibot: cannot read the terminal: {error}");
-                    break;
                 }
             }
         }
-        let _ = quit_tx.send(());
-    });
-    Ok((screen, quit_rx))
+        match command {
+            None if text.is_empty() => {}
+            None => {
+                let inbound = Inbound::new(CHANNEL, self.chat_id, Some(self.user_id), text);
+                self.awaiting.expect(&inbound.event_id);
+                self.intake.inbound.do_send(inbound);
+            }
+            Some(Command::Exit) => return false,
+            Some(Command::Stop) => {
+                self.intake.stop.do_send(StopTurn { channel: CHANNEL.into(), chat_id: self.chat_id })
+            }
+            Some(Command::Help) => self.info(commands::HELP),
+            Some(Command::New) => {
+                let new = NewSession::new(CHANNEL, self.chat_id);
+                self.awaiting.expect(&new.event_id);
+                self.intake.new_session.do_send(new);
+            }
+            Some(Command::Model(None)) => {
+                self.info(commands::describe_models(&self.rt, &self.rt.model_for(&self.session())));
+            }
+            Some(Command::Model(Some(name))) => self.switch_model(&name),
+            Some(Command::Tasks) => self.tasks().await,
+            Some(Command::Unknown(word)) => self.info(commands::unknown(&word)),
+        }
+        true
+    }
+
+    fn switch_model(&self, name: &str) {
+        let chosen = commands::pick(&self.rt, name).and_then(|option| commands::session_model(&self.rt, &option));
+        match chosen {
+            Ok(model) => {
+                self.info(format!(
+                    "Model for this chat until you quit: {} (provider {}).",
+                    model.settings.model, model.provider_name
+                ));
+                self.rt.set_model(&self.session(), model);
+            }
+            Err(why) => self.info(why),
+        }
+    }
+
+    async fn tasks(&self) {
+        let Some(hub) = &self.rt.tasks else {
+            return self.info("Background tasks are off ([tasks] enabled = false).");
+        };
+        match hub.store.active().await {
+            Ok(active) => {
+                let ours: Vec<_> =
+                    active.into_iter().filter(|t| t.channel == CHANNEL && t.chat_id == Some(self.chat_id)).collect();
+                self.info(commands::describe_tasks(&ours));
+            }
+            Err(error) => self.info(format!("Cannot read the background tasks: {error}")),
+        }
+    }
+
+    /// No more input: waits for the answers still coming. Questions asked from now on are denied, since no
+    /// line can answer them. A second Ctrl-C leaves the rest for the next start ([`watch_interrupts`]).
+    async fn finish(&self) {
+        let denied = self.questions.deny_all();
+        if denied > 0 {
+            self.console.do_send(Notice(format!("(no more input: denied {denied} open approval question(s))")));
+        }
+        let waiting = self.awaiting.len();
+        if waiting > 0 {
+            self.console.do_send(Notice(format!(
+                "(waiting for {waiting} answer(s) before exiting; Ctrl-C stops the running turn, a second Ctrl-C \
+                 leaves them for the next start)"
+            )));
+        }
+        while !self.awaiting.is_empty() {
+            if self.questions.deny_all() > 0 {
+                self.console.do_send(Notice("(no more input: approval denied)".into()));
+            }
+            tokio::time::sleep(POLL).await;
+        }
+        // Replies to the last commands are shown before the process ends.
+        let _ = self.console.send(Flush).await;
+    }
 }
 
-/// Ctrl-C outside the line editor (during `--once`, or with piped input): the first stops the running turn, the
-/// next one exits.
+/// Ctrl-C outside the line editor (during `--once`, with piped input, or while the REPL finishes): the first
+/// stops the running turn, the next one exits at once with code 130. Messages still unanswered then stay
+/// pending and are answered at the next start.
 pub(super) fn watch_interrupts(
     stop: Recipient<StopTurn>,
     chat_id: i64,
@@ -166,12 +234,16 @@ pub(super) fn watch_interrupts(
             if let Some(questions) = &questions {
                 questions.deny_all();
             }
-            let busy = awaiting.lock().map(|a| !a.is_empty()).unwrap_or(false);
+            let busy = !awaiting.is_empty();
             if busy && !stop_sent {
                 stop_sent = true;
                 eprintln!("(stopping; press Ctrl-C again to exit)");
                 stop.do_send(StopTurn { channel: CHANNEL.into(), chat_id });
             } else {
+                let left = awaiting.len();
+                if left > 0 {
+                    eprintln!("({left} message(s) left unanswered; they are answered at the next start)");
+                }
                 std::process::exit(130);
             }
         }

@@ -10,6 +10,9 @@ use serde::de::DeserializeOwned;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The most of one Bot API answer read: a hundred updates of long messages are far below it.
+const MAX_ANSWER_BYTES: usize = 16 << 20;
+
 /// How often a call that failed for a passing reason is tried again, and how long the waits grow.
 #[derive(Debug, Clone, Copy)]
 pub struct RetryPolicy {
@@ -151,15 +154,22 @@ impl BotApi {
 
     async fn decode<T: DeserializeOwned>(method: &str, response: reqwest::Response) -> Result<T, ApiError> {
         let status = response.status();
-        let body = response
-            .bytes()
+        // A Bot API server (or what sits at `api_base_url`) that sends an endless body must not take the memory.
+        let (body, cut) = minibot_llm::body::read_capped(response, MAX_ANSWER_BYTES)
             .await
             .map_err(|e| ApiError::Network { method: method.into(), detail: e.without_url().to_string() })?;
+        if cut {
+            return Err(ApiError::Decode {
+                method: method.into(),
+                detail: format!("the answer is larger than {} MiB; the rest was not read", MAX_ANSWER_BYTES >> 20),
+            });
+        }
+        let body = body.as_bytes();
         if status.is_success() {
-            return serde_json::from_slice(&body)
+            return serde_json::from_slice(body)
                 .map_err(|e| ApiError::Decode { method: method.into(), detail: e.to_string() });
         }
-        match serde_json::from_slice::<ErrorResponse>(&body) {
+        match serde_json::from_slice::<ErrorResponse>(body) {
             Ok(error) => Err(ApiError::Api {
                 method: method.into(),
                 code: error.error_code,
@@ -169,7 +179,7 @@ impl BotApi {
             Err(_) => Err(ApiError::Api {
                 method: method.into(),
                 code: u64::from(status.as_u16()),
-                description: String::from_utf8_lossy(&body).chars().take(200).collect(),
+                description: String::from_utf8_lossy(body).chars().take(200).collect(),
                 retry_after: None,
             }),
         }
@@ -302,4 +312,43 @@ async fn read_checked_file(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     tokio::fs::File::from_std(minibot_sandbox::open_without_links(path)?).read_to_end(&mut bytes).await?;
     Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    // By its full path: the module layout test reads `super::` as the telegram module.
+    use crate::channels::telegram::api::{ApiError, BotApi, RetryPolicy};
+    use frankenstein::AsyncTelegramApi;
+    use std::time::Duration;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// Red-team report (#22, second pass): a Bot API server that sends an endless answer took the daemon to 3 GB.
+    /// The answer is read up to its ceiling and the call fails, naming why.
+    #[tokio::test]
+    async fn an_endless_answer_is_cut_at_the_ceiling() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut request = [0u8; 4096];
+            let _ = socket.read(&mut request).await;
+            let _ = socket
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n{\"ok\":true,\"x\":\"")
+                .await;
+            let chunk = vec![b'a'; 1 << 20];
+            // 64 MiB at most, four times the ceiling.
+            for _ in 0..64 {
+                if socket.write_all(&chunk).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let retry =
+            RetryPolicy { attempts: 1, first_delay: Duration::from_millis(1), max_delay: Duration::from_millis(1) };
+        let api = BotApi::new(&format!("http://127.0.0.1:{port}"), "123:abc", retry).unwrap();
+        let error = api.get_me().await.unwrap_err();
+        server.abort();
+        assert!(matches!(error, ApiError::Decode { .. }), "{error:?}");
+        assert!(error.to_string().contains("larger than 16 MiB"), "{error}");
+    }
 }

@@ -177,6 +177,9 @@ section! {
         /// minibot-rs: worker processes the orchestrator starts and supervises itself (SQLite backend only;
         /// with RabbitMQ, run `minibot-worker` wherever you like). 0 starts none. See [`TasksSection::local_worker_count`].
         pub local_workers: u32 = 2,
+        /// minibot-rs: seconds a local worker waits for a task before it exits; the next task starts it again.
+        /// 0 keeps the local workers running until the orchestrator stops. SQLite backend with local workers only.
+        pub local_worker_idle_seconds: u64 = 300,
         /// minibot-rs: least seconds between two progress notes of one task in its chat (0 turns them off).
         pub progress_interval_seconds: f64 = 3.0,
         pub sqlite: TasksSqliteSection = TasksSqliteSection::default(),

@@ -1,2 +1,3 @@
+mod errors;
 mod parts;
 mod redaction;

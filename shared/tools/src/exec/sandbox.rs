@@ -61,7 +61,13 @@ impl SandboxScope {
             hide(password_file);
         }
         hide(config.resolve_path("logs"));
-        let base = std::path::absolute(&config.base_dir).unwrap_or_else(|_| config.base_dir.clone());
+        // The user's main assistant (`minibot init`'s files and the data folder), whichever config this is.
+        if let Some(dirs) = minibot_config::PlatformDirs::current() {
+            for file in dirs.secret_files() {
+                hide(file);
+            }
+            hide(dirs.data_dir.clone());
+        }
         let temp_root = minibot_config::sqlite_path_from_url(&config.memory.sqlite_url)
             .and_then(|file| config.resolve_path(&file).parent().map(|folder| folder.join("sandbox-tmp")))
             .map(|folder| std::path::absolute(&folder).unwrap_or(folder))
@@ -72,7 +78,7 @@ impl SandboxScope {
             match file.parent().map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())) {
                 // A folder of its own (MiniBot's `./data`) is hidden whole, with whatever the stores keep next
                 // to their databases; a database in the config folder (or above it) hides only its files.
-                Some(folder) if folder.starts_with(&base) && folder != base => hide(folder),
+                Some(folder) if crate::files::is_state_folder(config, &folder) => hide(folder),
                 _ => {
                     for suffix in ["", "-wal", "-shm", "-journal"] {
                         let mut name = file.clone().into_os_string();

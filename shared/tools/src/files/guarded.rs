@@ -39,6 +39,7 @@ impl ProtectedPaths {
             set = set.state_file(&password_file, "the vault's password file");
         }
         set = databases(set, config).state_folder(&config.log_dir(), "the assistant's log folder");
+        set = platform_state(set);
         let folders = [
             (&config.orchestration.directory, "the assistant's agents folder"),
             (&config.orchestration.agent_management.directory, "the assistant's managed agents folder"),
@@ -82,11 +83,32 @@ impl ProtectedPaths {
     }
 }
 
+/// Whether a database's folder is the assistant's own, to be hidden and guarded whole: a folder under the config's
+/// folder (MiniBot's `./data`), or the platform data folder a run without a config file keeps its state in
+/// (`~/.local/share/minibot`), which is not under the config folder. The config folder itself is not: it holds
+/// the user's files too.
+pub fn is_state_folder(config: &Config, folder: &Path) -> bool {
+    let base = std::path::absolute(&config.base_dir).unwrap_or_else(|_| config.base_dir.clone());
+    let data = std::path::absolute(config.data_dir()).unwrap_or_else(|_| config.data_dir());
+    (folder.starts_with(&base) && folder != base) || (folder.starts_with(&data) && data != base)
+}
+
+/// The platform folders' state (`minibot init`'s config, vault and password file, and the data folder), guarded
+/// whichever config is loaded: a project's config must not hand the user's main assistant over to its tools.
+fn platform_state(mut set: ProtectedPaths) -> ProtectedPaths {
+    let Some(dirs) = minibot_config::PlatformDirs::current() else { return set };
+    for file in dirs.secret_files() {
+        set = set.state_file(&file, "the user's main minibot config or vault");
+    }
+    set.state_folder(&dirs.data_dir, "the user's main minibot data folder")
+        .folder(&dirs.config_dir.join("agents"), "the user's main minibot agents folder")
+        .folder(&dirs.config_dir.join("prompts"), "the user's main minibot prompts folder")
+}
+
 /// The SQLite databases: a folder of their own (MiniBot's `./data`) is guarded whole, with whatever the stores
 /// keep next to their databases; a database in the config folder (or outside it) only with its own files, as the
 /// `contain` sandbox hides them. Databases of features that are off count too.
 fn databases(mut set: ProtectedPaths, config: &Config) -> ProtectedPaths {
-    let base = std::path::absolute(&config.base_dir).unwrap_or_else(|_| config.base_dir.clone());
     let urls = [
         (&config.memory.sqlite_url, "the assistant's conversation database"),
         (&config.scheduler.prompts.sqlite_url, "the assistant's scheduled prompts database"),
@@ -97,7 +119,7 @@ fn databases(mut set: ProtectedPaths, config: &Config) -> ProtectedPaths {
         let Some(file) = sqlite_path_from_url(url) else { continue };
         let file = std::path::absolute(config.resolve_path(&file)).unwrap_or_else(|_| config.resolve_path(&file));
         match file.parent() {
-            Some(folder) if folder.starts_with(&base) && folder != base => {
+            Some(folder) if crate::files::is_state_folder(config, folder) => {
                 set = set.state_folder(folder, "the assistant's data folder");
             }
             _ => {

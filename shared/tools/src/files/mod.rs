@@ -22,7 +22,7 @@ pub use code_read::CodeRead;
 pub use delete_file::DeleteFile;
 pub use file_info::FileInfo;
 pub use glob_files::GlobFiles;
-pub use guarded::{RootHoldsState, check_root};
+pub use guarded::{RootHoldsState, check_root, is_state_folder};
 pub use list_files::ListFiles;
 pub use move_file::MoveFile;
 pub use protected::{Hit, ProtectedPaths, Relation};

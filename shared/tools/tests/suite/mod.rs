@@ -53,6 +53,11 @@ impl Env {
         }
         toml.push_str(extra);
         let config = Config::from_toml(&toml, "test.toml", dir.path(), &|_| None).unwrap();
+        Self::with_config(dir, config)
+    }
+
+    /// An environment around a config loaded elsewhere (its folders under `dir`).
+    pub fn with_config(dir: TempDir, config: Config) -> Self {
         let services = ToolServices::new(Arc::new(config), None).unwrap();
         let tools = main_agent_tools(&services);
         Self { dir, tools, services }

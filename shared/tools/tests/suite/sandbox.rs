@@ -88,6 +88,41 @@ async fn the_config_vault_data_and_logs_cannot_be_read() {
     assert!(stdout(&out).contains("PermissionError"), "{out}");
 }
 
+/// Without a config file the state lives in the platform data folder (`~/.local/share/minibot`), which is not
+/// under the config's folder: it is hidden whole all the same, not just the database files.
+#[tokio::test]
+async fn without_a_config_file_the_platform_data_folder_cannot_be_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, cwd) = (dir.path().join("home"), dir.path().join("work"));
+    std::fs::create_dir_all(&cwd).unwrap();
+    let vars: minibot_config::Vars = [
+        ("HOME", home.to_str().unwrap()),
+        ("MINIBOT__TOOLS__FILE_STORAGE__ENABLED", "true"),
+        ("MINIBOT__TOOLS__BASH__ENABLED", "true"),
+    ]
+    .into_iter()
+    .collect();
+    let config = minibot_config::Config::load_from(
+        None,
+        &cwd,
+        &vars,
+        minibot_config::Unlock::Password(&minibot_vault::NoPrompt),
+    )
+    .unwrap();
+    let data = config.data_dir();
+    assert!(data.starts_with(&home) && !data.starts_with(&config.base_dir), "{data:?} {:?}", config.base_dir);
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("minibot.db"), "db-secret\n").unwrap();
+    std::fs::write(data.join("notes.txt"), "kept-next-to-the-db\n").unwrap();
+    let env = super::Env::with_config(dir, config);
+    let command = format!("cat {0}/minibot.db {0}/notes.txt; ls {0}", data.display());
+    let seen = stdout(&env.ok("bash", json!({ "command": command })).await);
+    for secret in ["db-secret", "kept-next-to-the-db"] {
+        assert!(!seen.contains(secret), "{secret} was read: {seen}");
+    }
+    assert!(seen.contains(&format!("cannot open directory '{}'", data.display())), "{seen}");
+}
+
 #[tokio::test]
 async fn the_assistants_environment_is_not_readable() {
     // Cargo runs this test with CARGO_MANIFEST_DIR in its environment, as the assistant runs with its API keys.
