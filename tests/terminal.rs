@@ -6,6 +6,23 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// Everything a child under `script` prints, collected on a thread as it comes.
+pub fn capture_screen(child: &mut Child) -> Arc<Mutex<String>> {
+    let screen = Arc::new(Mutex::new(String::new()));
+    let mut out = child.stdout.take().unwrap();
+    let sink = screen.clone();
+    std::thread::spawn(move || {
+        let mut buffer = [0u8; 4096];
+        while let Ok(n) = out.read(&mut buffer) {
+            if n == 0 {
+                break;
+            }
+            sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buffer[..n]));
+        }
+    });
+    screen
+}
+
 /// The interactive console on a pseudo-terminal (`script` allocates it), fed line by line.
 pub struct Terminal {
     child: Child,
@@ -27,18 +44,7 @@ impl Terminal {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let screen = Arc::new(Mutex::new(String::new()));
-        let mut out = child.stdout.take().unwrap();
-        let sink = screen.clone();
-        std::thread::spawn(move || {
-            let mut buffer = [0u8; 4096];
-            while let Ok(n) = out.read(&mut buffer) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buffer[..n]));
-            }
-        });
+        let screen = capture_screen(&mut child);
         Self { child, screen }
     }
 

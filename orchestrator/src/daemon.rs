@@ -6,7 +6,7 @@ use crate::channels::telegram;
 use crate::messages::Intake;
 use crate::runtime::Runtime;
 use minibot_config::Config;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How long queued messages get to reach Telegram after the last turn ended.
 const FLUSH_LIMIT: Duration = Duration::from_secs(10);
@@ -51,18 +51,8 @@ pub async fn run(runtime: &Runtime, intake: &Intake) -> anyhow::Result<i32> {
         "stopping: no new messages are taken"
     );
     telegram.stop_intake().await;
-    runtime.drain();
-    let deadline = Instant::now() + grace;
-    while runtime.active_turns() > 0 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let unfinished = runtime.active_turns();
-    if unfinished > 0 {
-        tracing::warn!(
-            turns = unfinished,
-            "turns still running at the end of the grace period; they are answered after the next start"
-        );
-    }
+    // Before the flush, so that what the finished turns answered is sent; `Runtime::close` does not wait again.
+    runtime.finish_turns().await;
     if !telegram.flush(FLUSH_LIMIT).await {
         tracing::warn!("some messages were not sent to Telegram before exit");
     }

@@ -253,18 +253,7 @@ impl Runtime {
     /// store fails (and its message would be answered with a store error). A turn still running after that stays
     /// pending and is answered at the next start. Then it waits at most a few seconds for queries in flight.
     pub async fn close(&self) {
-        self.drain();
-        let grace = Duration::from_secs(self.config.runtime.shutdown_grace_seconds);
-        let deadline = self.drained_at.get().copied().unwrap_or_else(Instant::now) + grace;
-        while self.active_turns() > 0 && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        if self.active_turns() > 0 {
-            tracing::warn!(
-                turns = self.active_turns(),
-                "turns still running at exit; they stay pending and are answered after the next start"
-            );
-        }
+        self.finish_turns().await;
         let close = async {
             if let Some(hub) = &self.tasks {
                 hub.close().await;
@@ -292,6 +281,26 @@ impl Runtime {
     /// The channels this process serves, as `get_settings` reports them.
     pub fn set_channels(&self, channels: Vec<String>) {
         self.running.set_channels(channels);
+    }
+
+    /// Drains, then waits for running turns until `[runtime] shutdown_grace_seconds` after draining began (a
+    /// second call does not wait again); returns how many still run, and logs them: they stay pending and are
+    /// answered after the next start.
+    pub async fn finish_turns(&self) -> usize {
+        self.drain();
+        let grace = Duration::from_secs(self.config.runtime.shutdown_grace_seconds);
+        let deadline = self.drained_at.get().copied().unwrap_or_else(Instant::now) + grace;
+        while self.active_turns() > 0 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let unfinished = self.active_turns();
+        if unfinished > 0 {
+            tracing::warn!(
+                turns = unfinished,
+                "turns still running at the end of the grace period; they are answered after the next start"
+            );
+        }
+        unfinished
     }
 
     /// From now on no turn starts; the running ones finish.

@@ -4,7 +4,7 @@
 
 use minibot_e2e::{Reply, Script, ScriptedLlm, binary, run, stderr, stdout};
 use minibot_test_support::FakeTelegram;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -89,18 +89,7 @@ impl Wizard {
         script.args(["-qfec", &command, "/dev/null"]).env("TERM", "xterm");
         machine.env(&mut script);
         let mut child = script.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
-        let screen = Arc::new(Mutex::new(String::new()));
-        let mut out = child.stdout.take().unwrap();
-        let sink = screen.clone();
-        std::thread::spawn(move || {
-            let mut buffer = [0u8; 4096];
-            while let Ok(n) = out.read(&mut buffer) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buffer[..n]));
-            }
-        });
+        let screen = minibot_e2e::capture_screen(&mut child);
         Self { child, screen, seen: 0 }
     }
 
