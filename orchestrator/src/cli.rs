@@ -3,7 +3,7 @@ use std::path::PathBuf;
 
 /// minibot: a personal AI assistant you run yourself, in the terminal or on Telegram.
 ///
-/// It answers with the model you choose (OpenAI, OpenRouter, or a local server such as Ollama) and uses tools
+/// It answers with the model you choose (OpenAI, Anthropic, Gemini, OpenRouter, or a local server such as Ollama) and uses tools
 /// when the model asks: files, grep, bash and Python in a sandbox, HTTP and MCP servers. It remembers each chat,
 /// and long jobs go to specialist agents in worker processes. Start with `minibot init`, which asks for a
 /// provider and a key and writes the config file.

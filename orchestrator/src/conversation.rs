@@ -7,9 +7,10 @@
 //! `/new` ([`NewSession`]) waits its turn like a message: the turns accepted before it finish in the old
 //! conversation, and messages sent after it are neither steered into them nor answered from the old history.
 
+use crate::channels::shown::ShownText;
 use crate::messages::{
-    ChannelHandle, Inbound, NOTHING_RUNNING_REPLY, NewSession, Outbound, OutboundRole, STOPPED_HISTORY_NOTE,
-    STOPPED_REPLY, StopTurn, session_id,
+    ChannelHandle, Inbound, NOTHING_RUNNING_REPLY, NewSession, Outbound, OutboundRole, STOPPED_REPLY, StopTurn,
+    session_id,
 };
 use crate::render;
 use crate::runtime::Runtime;
@@ -27,6 +28,8 @@ struct Running {
     /// Messages steered into the turn, in arrival order.
     steered: Vec<Inbound>,
     handle: SpawnHandle,
+    /// What the turn has streamed to the chat, for the history of a stopped turn.
+    shown: ShownText,
 }
 
 /// What waits for the running turn.
@@ -40,14 +43,49 @@ pub struct Conversation {
     channel: ChannelHandle,
     running: Option<Running>,
     queue: VecDeque<Queued>,
+    /// The chat was told that its last compaction failed: it is told again only after one succeeds.
+    compaction_error_told: bool,
+    /// Since when nothing runs or waits, for the router to retire the actor of a quiet chat.
+    idle: Arc<IdleSince>,
+}
+
+/// When a conversation became idle (nothing running, nothing queued); `None` while it works.
+#[derive(Debug, Default)]
+pub struct IdleSince(std::sync::Mutex<Option<std::time::Instant>>);
+
+impl IdleSince {
+    pub fn get(&self) -> Option<std::time::Instant> {
+        *self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn set(&self, since: Option<std::time::Instant>) {
+        *self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = since;
+    }
+}
+
+/// The router retires a quiet chat's actor; the chat's next message starts a new one.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Retire;
+
+impl Handler<Retire> for Conversation {
+    type Result = ();
+
+    fn handle(&mut self, _: Retire, ctx: &mut Context<Self>) {
+        // The router only retires an idle actor, and sends it nothing afterwards.
+        if self.running.is_none() && self.queue.is_empty() {
+            ctx.stop();
+        }
+    }
 }
 
 impl Conversation {
-    pub fn new(rt: Arc<Runtime>, channel: ChannelHandle) -> Self {
-        Self { rt, channel, running: None, queue: VecDeque::new() }
+    pub fn new(rt: Arc<Runtime>, channel: ChannelHandle, idle: Arc<IdleSince>) -> Self {
+        Self { rt, channel, running: None, queue: VecDeque::new(), compaction_error_told: false, idle }
     }
 
     fn accept(&mut self, inbound: Inbound, ctx: &mut Context<Self>) {
+        self.idle.set(None);
         let after_new_session = self.queue.iter().any(|q| matches!(q, Queued::NewSession(_)));
         match &mut self.running {
             Some(_) if !inbound.is_steerable() || after_new_session => self.queue.push_back(Queued::Turn(inbound)),
@@ -71,9 +109,10 @@ impl Conversation {
             return;
         }
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        let future = run_turn(self.rt.clone(), inbound.clone(), rx, self.channel.clone());
+        let shown = ShownText::default();
+        let future = run_turn(self.rt.clone(), inbound.clone(), rx, self.channel.clone(), shown.clone());
         let handle = ctx.spawn(future.into_actor(self).map(|report, act, ctx| act.finished(report, ctx)));
-        self.running = Some(Running { inbound, inbox: tx, steered: Vec::new(), handle });
+        self.running = Some(Running { inbound, inbox: tx, steered: Vec::new(), handle, shown });
     }
 
     fn finished(&mut self, report: TurnReport, ctx: &mut Context<Self>) {
@@ -90,7 +129,34 @@ impl Conversation {
             }
         }
         self.send(reply);
-        self.next(ctx);
+        match report.compaction {
+            Some(job) => self.compact(job, ctx),
+            None => self.next(ctx),
+        }
+    }
+
+    /// Summarises the chat's history after the reply went out; the chat's next turn waits for it.
+    fn compact(&mut self, job: crate::compaction::Job, ctx: &mut Context<Self>) {
+        let notify = self.rt.config.memory.notify_compaction_updates;
+        if let Some(notice) = job.running_notice(notify) {
+            self.send(notice);
+        }
+        let rt = self.rt.clone();
+        // Counted as a running turn, so shutting down waits for the summary to be stored.
+        let active = self.rt.turn_started();
+        let work = async move {
+            let _active = active;
+            let done = job.run(&rt).await;
+            (job, done)
+        };
+        ctx.wait(work.into_actor(self).map(move |(job, done), act, ctx| {
+            let failed = matches!(done, crate::compaction::Done::Failed(_));
+            for notice in job.done_notices(&done, notify, act.compaction_error_told) {
+                act.send(notice);
+            }
+            act.compaction_error_told = failed;
+            act.next(ctx);
+        }));
     }
 
     /// A failed turn's error reply answers the messages steered into it too: they leave the pending list.
@@ -126,7 +192,7 @@ impl Conversation {
         match self.queue.pop_front() {
             Some(Queued::Turn(inbound)) => self.start(inbound, ctx),
             Some(Queued::NewSession(new)) => self.new_session(new, ctx),
-            None => {}
+            None => self.idle.set(Some(std::time::Instant::now())),
         }
     }
 
@@ -217,6 +283,7 @@ impl Handler<StopTurn> for Conversation {
         ctx.cancel_future(running.handle);
         let store = self.rt.store.clone();
         let (inbound, steered) = (running.inbound, running.steered);
+        let stopped_note = running.shown.stopped_note();
         let session = inbound.session_id();
         let mut ids = vec![inbound.event_id.clone()];
         ids.extend(steered.iter().map(|s| s.event_id.clone()));
@@ -227,7 +294,7 @@ impl Handler<StopTurn> for Conversation {
             let _saving = saving;
             let mut entries: Vec<(Role, &str)> = vec![(Role::User, inbound.text.as_str())];
             entries.extend(steered.iter().map(|s| (Role::User, s.text.as_str())));
-            entries.push((Role::Assistant, STOPPED_HISTORY_NOTE));
+            entries.push((Role::Assistant, stopped_note.as_str()));
             let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
             if let Err(error) = store.finish_turn(&session, &entries, &ids).await {
                 tracing::error!(error = %error, "cannot store the stopped turn");

@@ -21,6 +21,7 @@ pub async fn repair(rt: &Runtime, request: &RepairFormat) -> Result<String, Stri
         temperature: rt.model.temperature,
         max_tokens: rt.model.max_tokens,
         reasoning_effort: rt.model.reasoning_effort.clone(),
+        ..ChatRequest::default()
     };
     let reply = rt.provider.complete(&chat).await.map_err(|e| e.to_string())?;
     reply

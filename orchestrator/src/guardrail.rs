@@ -63,6 +63,7 @@ impl Guardrail {
             temperature: None,
             max_tokens: self.model.max_tokens,
             reasoning_effort: self.model.reasoning_effort.clone(),
+            ..ChatRequest::default()
         };
         let reply = match self.provider.complete(&request).await {
             Ok(reply) => reply.content.unwrap_or_default(),

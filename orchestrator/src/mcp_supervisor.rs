@@ -11,6 +11,15 @@ use std::time::Duration;
 const CHECK_EVERY: Duration = Duration::from_secs(5);
 const MAX_PAUSE: Duration = Duration::from_secs(60);
 
+fn down_backoff() -> backon::ExponentialBackoff {
+    use backon::BackoffBuilder as _;
+    backon::ExponentialBuilder::default()
+        .with_min_delay(CHECK_EVERY * 2)
+        .with_max_delay(MAX_PAUSE)
+        .without_max_times()
+        .build()
+}
+
 pub struct McpConnection {
     hub: Arc<McpHub>,
     server: Arc<McpServer>,
@@ -18,12 +27,13 @@ pub struct McpConnection {
     checking: bool,
     /// Checks to skip while the server stays down (backoff).
     skip: u32,
-    failures: u32,
+    /// The pauses between checks of a server that is down: 10 s doubling to 60 s, started over when it is back.
+    backoff: backon::ExponentialBackoff,
 }
 
 impl McpConnection {
     fn new(hub: Arc<McpHub>, server: Arc<McpServer>) -> Self {
-        Self { hub, server, connected: true, checking: false, skip: 0, failures: 0 }
+        Self { hub, server, connected: true, checking: false, skip: 0, backoff: down_backoff() }
     }
 
     fn check(&mut self, ctx: &mut Context<Self>) {
@@ -49,7 +59,7 @@ impl McpConnection {
                 Ok(true) => {}
                 Ok(false) => {
                     tracing::info!(server = %name, "mcp server reconnected");
-                    act.failures = 0;
+                    act.backoff = down_backoff();
                     let missing_tools =
                         act.hub.status().iter().any(|s| s.name == name && (s.tools.is_empty() || s.error.is_some()));
                     if missing_tools {
@@ -65,8 +75,7 @@ impl McpConnection {
                         tracing::warn!(server = %name, error = %error, "mcp server is down; reconnecting in the background");
                     }
                     act.connected = false;
-                    act.failures += 1;
-                    let pause = (CHECK_EVERY * 2u32.saturating_pow(act.failures.min(4))).min(MAX_PAUSE);
+                    let pause = act.backoff.next().unwrap_or(MAX_PAUSE);
                     act.skip = (pause.as_secs() / CHECK_EVERY.as_secs()).saturating_sub(1) as u32;
                 }
             }

@@ -1,7 +1,7 @@
 //! Maps each chat (`"{channel}:{chat_id}"`) to its conversation actor, creating it on first use, and replays
 //! turns that were pending when the process last stopped.
 
-use crate::conversation::Conversation;
+use crate::conversation::{Conversation, IdleSince, Retire};
 use crate::format_repair;
 use crate::messages::{
     AcceptUpdates, ChannelHandle, Deliver, Delivered, FindApprovals, Inbound, Intake, LastUpdate,
@@ -13,6 +13,7 @@ use crate::runtime::Runtime;
 use actix::prelude::*;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Messages held per channel until it registers; past this, the oldest are dropped (and logged).
 const MAX_HELD_PER_CHANNEL: usize = 1000;
@@ -28,13 +29,38 @@ enum Held {
 pub struct Router {
     rt: Arc<Runtime>,
     channels: HashMap<String, ChannelHandle>,
-    conversations: HashMap<String, Addr<Conversation>>,
+    conversations: HashMap<String, Chat>,
     held: HashMap<String, VecDeque<Held>>,
 }
+
+/// A chat's conversation actor and what the router needs to retire it when the chat goes quiet.
+struct Chat {
+    addr: Addr<Conversation>,
+    idle: Arc<IdleSince>,
+    /// When the router last gave it a message.
+    last_sent: Instant,
+}
+
+/// How long a chat's actor outlives its last message. A daemon that has served thousands of chats keeps only
+/// the recent ones in memory; a chat that writes again gets a new actor, and its history is in the store.
+const RETIRE_AFTER: Duration = Duration::from_secs(600);
+const SWEEP_EVERY: Duration = Duration::from_secs(60);
 
 impl Router {
     pub fn new(rt: Arc<Runtime>) -> Self {
         Self { rt, channels: HashMap::new(), conversations: HashMap::new(), held: HashMap::new() }
+    }
+
+    /// Retires the actors of chats quiet for [`RETIRE_AFTER`]: idle since after the last message the router sent
+    /// them, so nothing is waiting in their mailbox. Only the router sends to them, so none can arrive later.
+    fn retire_quiet_chats(&mut self, quiet_for: Duration) {
+        self.conversations.retain(|_, chat| {
+            let quiet = chat.idle.get().is_some_and(|since| since >= chat.last_sent && since.elapsed() >= quiet_for);
+            if quiet {
+                chat.addr.do_send(Retire);
+            }
+            !quiet
+        });
     }
 
     fn hold(&mut self, channel: &str, message: Held) {
@@ -50,7 +76,12 @@ impl Router {
         let handle = self.channels.get(channel)?.clone();
         let key = session_id(channel, chat_id);
         let rt = self.rt.clone();
-        Some(self.conversations.entry(key).or_insert_with(|| Conversation::new(rt, handle).start()).clone())
+        let chat = self.conversations.entry(key).or_insert_with(|| {
+            let idle = Arc::new(IdleSince::default());
+            Chat { addr: Conversation::new(rt, handle, idle.clone()).start(), idle, last_sent: Instant::now() }
+        });
+        chat.last_sent = Instant::now();
+        Some(chat.addr.clone())
     }
 }
 
@@ -84,6 +115,24 @@ impl Router {
 
 impl Actor for Router {
     type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.run_interval(SWEEP_EVERY, |act, _| act.retire_quiet_chats(RETIRE_AFTER));
+    }
+}
+
+/// Retires quiet chats now (tests and benchmarks: a daemon does it every minute).
+#[derive(Message)]
+#[rtype(result = "usize")]
+pub struct RetireQuietChats(pub Duration);
+
+impl Handler<RetireQuietChats> for Router {
+    type Result = usize;
+
+    fn handle(&mut self, msg: RetireQuietChats, _: &mut Context<Self>) -> usize {
+        self.retire_quiet_chats(msg.0);
+        self.conversations.len()
+    }
 }
 
 /// What channels need of the router.
@@ -188,8 +237,8 @@ impl Handler<StopTurn> for Router {
 
     fn handle(&mut self, stop: StopTurn, _ctx: &mut Context<Self>) {
         let key = session_id(&stop.channel, stop.chat_id);
-        if let Some(conversation) = self.conversations.get(&key) {
-            conversation.do_send(stop);
+        if let Some(chat) = self.conversations.get(&key) {
+            chat.addr.do_send(stop);
         } else if let Some(handle) = self.channels.get(&stop.channel) {
             handle.outbound.do_send(Outbound::text(
                 &stop.channel,

@@ -236,6 +236,11 @@ impl Runtime {
 
     /// The system prompt for a turn: the channel's composed prompt plus the instructions of the MCP servers
     /// whose tools the agent can see.
+    /// The prompt that summarises a chat's history (`compact.md`).
+    pub fn compact_prompt(&self) -> String {
+        minibot_agent::compaction::compact_prompt(&self.prompts)
+    }
+
     pub fn system_prompt_for(&self, channel: &str, tools: &ToolRegistry) -> String {
         let mut prompt = self.system_prompt(channel);
         if let Some(hub) = &self.mcp {

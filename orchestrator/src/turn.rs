@@ -1,19 +1,21 @@
 //! One main-agent turn: load history, run the agent loop, store the turn, produce the reply.
 //! Plain async code; the conversation actor owns scheduling, steering and cancellation.
 
+use crate::channels::shown::ShownText;
+use crate::compaction;
 use crate::guardrail::{GUARDRAIL_REPLY, RETRY_SUFFIX};
 use crate::messages::{
     ApprovalDecision, ApprovalRequest, AskApproval, ChannelHandle, Inbound, Outbound, OutboundFile, OutboundRole,
     PendingAnswer, Progress,
 };
 use crate::runtime::Runtime;
+use crate::transcript;
 use actix::Recipient;
 use futures_util::future::BoxFuture;
 use minibot_agent::{
-    AgentError, AgentEvent, AgentRun, ApprovalPrompt, Approver, ReplyKind, Steer, StopReason, ToolContext,
+    AgentError, AgentEvent, AgentRun, ApprovalPrompt, Approver, ReplyKind, RequestKeys, Steer, StopReason, ToolContext,
 };
 use minibot_llm::{LlmError, Message};
-use minibot_store::Role;
 use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -22,6 +24,8 @@ pub struct TurnReport {
     /// Ids of the steered messages the turn read and answered; the others become the next turns. `None`: the
     /// turn failed, and its error reply answers every message steered into it.
     pub read: Option<Vec<String>>,
+    /// The chat's history reached its model's budget: summarise it after the reply is sent.
+    pub compaction: Option<crate::compaction::Job>,
 }
 
 pub async fn run_turn(
@@ -29,6 +33,7 @@ pub async fn run_turn(
     inbound: Inbound,
     mut inbox: UnboundedReceiver<Steer>,
     channel: ChannelHandle,
+    shown: ShownText,
 ) -> TurnReport {
     let _active = rt.turn_started();
     let session = inbound.session_id();
@@ -52,18 +57,14 @@ pub async fn run_turn(
             return TurnReport {
                 reply: reply(text, ReplyKind::Text, vec![inbound.event_id.clone()], true),
                 read: None,
+                compaction: None,
             };
         }
     };
-    let history: Vec<Message> = history
-        .into_iter()
-        .map(|m| match m.role {
-            Role::User => Message::User(m.content),
-            Role::Assistant => Message::assistant_text(m.content),
-        })
-        .collect();
     let (channel_name, chat_id, progress) = (inbound.channel.clone(), inbound.chat_id, channel.progress.clone());
     let files = channel.files.clone();
+    let reply_to = inbound.message_id;
+    let (notices, notify) = (channel.outbound.clone(), rt.config.memory.notify_compaction_updates);
     let on_event = move |event: AgentEvent| match event {
         // Delivered at once: the file reaches the chat while the turn goes on, before the answer that names it.
         AgentEvent::SendFile(file) => {
@@ -71,7 +72,17 @@ pub async fn run_turn(
                 files.do_send(OutboundFile::new(&channel_name, chat_id, file));
             }
         }
-        event => progress.do_send(Progress { channel: channel_name.clone(), chat_id, event }),
+        // The turn's own work outgrew the model and was summarised inside the turn.
+        AgentEvent::Compacted(outcome) => {
+            if let Some(text) = compaction::in_turn_notice(&outcome, notify) {
+                notices.do_send(Outbound::text(&channel_name, chat_id, text, OutboundRole::Progress));
+            }
+        }
+        // What is streamed is also kept for the conversation: a stopped turn is stored with what was shown.
+        event => {
+            shown.follow(&event);
+            progress.do_send(Progress { channel: channel_name.clone(), chat_id, reply_to, event });
+        }
     };
     let context = ToolContext {
         session_id: session.clone(),
@@ -102,6 +113,47 @@ pub async fn run_turn(
     let system_prompt = rt.system_prompt_for(&inbound.channel, &tools);
     // The chat may have switched models (`/model`); the turn keeps the one it started with.
     let model = rt.model_for(&session);
+    let limits = compaction::Limits::for_model(&rt, &model);
+    // The tools' schemas go with every request: they count against the budget like the history.
+    let tools_tokens = match limits {
+        Some(_) => minibot_llm::count_tokens(&[], &tools.specs(), &model.settings.model),
+        None => 0,
+    };
+    let history = match rt.store.latest_summary(&session).await {
+        Ok(summary) => {
+            // The summary stands in for the messages it covers; they stay in the store.
+            let after = summary.as_ref().map_or(i64::MIN, |s| s.through_id);
+            let rows = history.into_iter().filter(|row| row.id > after).collect();
+            let mut messages: Vec<Message> =
+                summary.as_ref().map(compaction::summary_messages).map(Vec::from).unwrap_or_default();
+            messages.extend(transcript::history_messages(rows, tools.get(transcript::HISTORY_READER).is_some()));
+            messages
+        }
+        Err(error) => {
+            tracing::warn!(session = %session, error = %error, "cannot read the chat's summary; sending its history");
+            transcript::history_messages(history, tools.get(transcript::HISTORY_READER).is_some())
+        }
+    };
+    // Never more than the model takes: a history that a failed compaction left too long goes in part.
+    let history = match limits {
+        Some(limits) => {
+            let prompt = [Message::System(system_prompt.clone()), Message::User(inbound.text.clone())];
+            let fixed = minibot_llm::count_tokens(&prompt, &[], &model.settings.model) + tools_tokens;
+            let (kept, dropped) = compaction::fit_history(history, fixed, limits.hard_limit, &model.settings.model);
+            if dropped > 0 {
+                tracing::warn!(session = %session, dropped, "history over the model's limit; sending its latest turns");
+            }
+            kept
+        }
+        None => history,
+    };
+    // Kept to size up the next request after the turn (only when the model's limits are known).
+    let history_sent = if limits.is_some() { history.clone() } else { Vec::new() };
+    // MiniBot's Responses cache key: one per user (or chat), so a user's turns share the cached prefix.
+    let keys = RequestKeys {
+        cache_key: Some(format!("{}:{}", inbound.channel, inbound.user_id.unwrap_or(inbound.chat_id))),
+        chain_key: rt.config.llm.main_chains().then(|| session.clone()),
+    };
     let run = AgentRun {
         provider: model.provider.as_ref(),
         model: &model.settings,
@@ -114,6 +166,10 @@ pub async fn run_turn(
         approvals: Some(&rt.approvals),
         inbox: Some(&mut inbox),
         on_event: &on_event,
+        keys: keys.clone(),
+        // The channels show the answer as it is written (console, Telegram draft).
+        stream: true,
+        compaction: emergency_compaction(&rt, &model, limits),
     };
     let mut result = run.run().await;
     if let (Some(guard), Ok(first)) = (&rt.guardrail, &result)
@@ -136,6 +192,9 @@ pub async fn run_turn(
             approvals: Some(&rt.approvals),
             inbox: None,
             on_event: &on_event,
+            keys,
+            stream: true,
+            compaction: None,
         };
         result = rerun.run().await.map(|mut again| {
             if again.tools_used.is_empty() {
@@ -147,9 +206,7 @@ pub async fn run_turn(
     }
     match result {
         Ok(outcome) => {
-            let mut entries: Vec<(Role, &str)> = vec![(Role::User, inbound.text.as_str())];
-            entries.extend(outcome.steered.iter().map(|s| (Role::User, s.text.as_str())));
-            entries.push((Role::Assistant, outcome.answer.as_str()));
+            let entries = transcript::turn_messages(&inbound.text, &outcome);
             let mut ids: Vec<&str> = vec![inbound.event_id.as_str()];
             ids.extend(outcome.steered.iter().map(|s| s.id.as_str()));
             let answers = ids.iter().map(|id| (*id).to_string()).collect();
@@ -157,10 +214,27 @@ pub async fn run_turn(
             // A channel that confirms delivery keeps the answer pending until it reached the user.
             let pending_answer =
                 channel.confirms_delivery.then(|| serde_json::to_string(&PendingAnswer::of(&reply)).ok()).flatten();
-            if let Err(error) = rt.store.finish_turn_answered(&session, &entries, &ids, pending_answer.as_deref()).await
-            {
+            let stored = rt.store.store_turn(&session, &entries, &ids, pending_answer.as_deref()).await;
+            if let Err(error) = &stored {
                 tracing::error!(session = %session, error = %error, "cannot store the turn");
             }
+            // What the next request will carry: this turn's history plus what the turn added.
+            let compaction = limits.filter(|_| stored.is_ok()).and_then(|limits| {
+                let mut next = vec![Message::System(system_prompt.clone())];
+                next.extend(history_sent.iter().cloned());
+                next.extend(outcome.messages.iter().cloned());
+                next.push(Message::assistant_text(outcome.answer.clone()));
+                let room = limits.threshold.saturating_sub(tools_tokens);
+                let tokens = compaction::measure(&next, &model.settings.model, room) + tools_tokens;
+                (tokens >= limits.threshold).then(|| compaction::Job {
+                    session: session.clone(),
+                    channel: inbound.channel.clone(),
+                    chat_id: inbound.chat_id,
+                    model: model.clone(),
+                    tokens,
+                    limits,
+                })
+            });
             tracing::info!(
                 session = %session,
                 stop_reason = outcome.stop_reason.as_str(),
@@ -177,7 +251,7 @@ pub async fn run_turn(
                 }
             }
             let read = outcome.steered.iter().map(|s| s.id.clone()).collect();
-            TurnReport { reply, read: Some(read) }
+            TurnReport { reply, read: Some(read), compaction }
         }
         Err(error) => {
             tracing::error!(session = %session, error = %error, "turn failed");
@@ -186,9 +260,33 @@ pub async fn run_turn(
             }
             let log = rt.config.log_dir().join(crate::logging::LOG_FILE);
             let text = format!("{} Details in {}.", error_reply(&error, rt.verbose_errors), log.display());
-            TurnReport { reply: reply(text, ReplyKind::Text, vec![inbound.event_id.clone()], true), read: None }
+            TurnReport {
+                reply: reply(text, ReplyKind::Text, vec![inbound.event_id.clone()], true),
+                read: None,
+                compaction: None,
+            }
         }
     }
+}
+
+/// Compaction inside the main agent's turn only as a last resort, at the model's hard limit: between turns
+/// the history is kept under the budget, but one turn's own tool work can still outgrow the context.
+fn emergency_compaction<'a>(
+    rt: &'a Runtime,
+    model: &'a crate::runtime::SessionModel,
+    limits: Option<compaction::Limits>,
+) -> Option<minibot_agent::compaction::RunCompaction<'a>> {
+    let limits = limits?;
+    Some(minibot_agent::compaction::RunCompaction {
+        threshold_tokens: limits.hard_limit,
+        hard_limit: Some(limits.hard_limit),
+        compactor: minibot_agent::compaction::Compactor::for_model(
+            model.provider.as_ref(),
+            &model.settings,
+            rt.compact_prompt(),
+            limits.hard_limit,
+        ),
+    })
 }
 
 /// Asks the user of the turn's chat through its channel. Dropping the question (the turn stopped or the

@@ -3,11 +3,12 @@
 //! long polling a fake Bot API ([`FakeTelegram`]), against a scripted model that answers any message:
 //! - burst: 200 chats write at once and the model takes 0.5 s a request: time until every chat has its answer,
 //!   and the peak RSS of the daemon and of the daemon plus its local workers;
-//! - soak: 10,000 messages from 50 chats, in waves of one message per chat: the daemon's RSS every 1,000
-//!   messages, and messages per second;
+//! - soak: 20,000 messages from 50 chats, in waves of one message per chat, with compaction on: the daemon's
+//!   RSS every 2,000 messages, messages per second, and the largest request against the compaction budget;
+//! - soak1000: the same 20,000 messages from 1,000 distinct chats;
 //! - idle: a daemon without workers (`[tasks] enabled = false`) long polling for 60 s: its RSS and CPU.
 //!
-//! Run: `cargo build --release --workspace --bins && cargo bench -p minibot-e2e --bench telegram [-- burst|soak|idle]`.
+//! Run: `cargo build --release --workspace --bins && cargo bench -p minibot-e2e --bench telegram [-- burst|soak|soak1000|idle]`.
 
 use minibot_e2e::{Home, ScriptedLlm, binary};
 use minibot_test_support::FakeTelegram;
@@ -20,7 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-const PARTS: [&str; 3] = ["burst", "soak", "idle"];
+const PARTS: [&str; 4] = ["burst", "soak", "soak1000", "idle"];
 
 const BURST_CHATS: i64 = 200;
 const BURST_FIRST_CHAT: i64 = 1001;
@@ -28,11 +29,12 @@ const BURST_MODEL_DELAY: Duration = Duration::from_millis(500);
 /// MiniBot 0.36 answers one message after the other: 200 × 0.5 s; leave room beyond that.
 const BURST_TIMEOUT: Duration = Duration::from_secs(180);
 
-const SOAK_CHATS: i64 = 50;
+const SOAK_MESSAGES: usize = 20_000;
 const SOAK_FIRST_CHAT: i64 = 2001;
-const SOAK_WAVES: usize = 200;
-/// Waves between two RSS samples: 20 × 50 = 1,000 messages.
-const SOAK_SAMPLE_EVERY: usize = 20;
+/// Messages between two RSS samples.
+const SOAK_SAMPLE_MESSAGES: usize = 2_000;
+/// The compaction budget of the soak: small, so every chat is compacted several times.
+const SOAK_BUDGET_TOKENS: usize = 8_000;
 const SOAK_WAVE_TIMEOUT: Duration = Duration::from_secs(60);
 
 const IDLE_FOR: Duration = Duration::from_secs(60);
@@ -53,7 +55,10 @@ async fn main() {
         report("burst", burst().await);
     }
     if wanted("soak") {
-        report("soak", soak().await);
+        report("soak", soak(50).await);
+    }
+    if wanted("soak1000") {
+        report("soak1000", soak(1000).await);
     }
     if wanted("idle") {
         report("idle", idle().await);
@@ -160,16 +165,30 @@ async fn burst_run(fake: &FakeTelegram, llm: &ScriptedLlm, daemon: &mut Daemon) 
     Ok(())
 }
 
-async fn soak() -> anyhow::Result<()> {
-    let llm = ScriptedLlm::start(Vec::new()).await;
+async fn soak(chats: i64) -> anyhow::Result<()> {
+    let llm = ScriptedLlm::start(vec![minibot_test_support::Script::containing(
+        "Please compact the current conversation memory.",
+        vec![minibot_test_support::Reply::text("Summary: the user sent numbered soak messages and got them back.")],
+    )])
+    .await;
+    llm.forget_bodies();
     let fake = FakeTelegram::start().await;
-    let home = Home::new(&llm.base_url(), &telegram_config(&fake, 1, ""));
+    let memory = format!("[memory]\nmax_history_tokens = {SOAK_BUDGET_TOKENS}\n");
+    let home = Home::new(&llm.base_url(), &telegram_config(&fake, 1, &memory));
     let mut daemon = Daemon::start(&home);
-    let outcome = soak_run(&fake, &llm, &mut daemon, &home).await;
+    let outcome = soak_run(&fake, &llm, &mut daemon, &home, chats).await;
     finish("soak", daemon, outcome)
 }
 
-async fn soak_run(fake: &FakeTelegram, llm: &ScriptedLlm, daemon: &mut Daemon, home: &Home) -> anyhow::Result<()> {
+async fn soak_run(
+    fake: &FakeTelegram,
+    llm: &ScriptedLlm,
+    daemon: &mut Daemon,
+    home: &Home,
+    soak_chats: i64,
+) -> anyhow::Result<()> {
+    let (chats, waves) = (soak_chats, SOAK_MESSAGES / soak_chats as usize);
+    let sample_every = (SOAK_SAMPLE_MESSAGES / soak_chats as usize).max(1);
     daemon.wait_until_polling(fake).await?;
     daemon.wait_for_children(2, Duration::from_secs(15)).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -177,16 +196,16 @@ async fn soak_run(fake: &FakeTelegram, llm: &ScriptedLlm, daemon: &mut Daemon, h
 
     let mut samples_kib = Vec::new();
     let mut breakdowns = Vec::new();
-    let mut wave_times = Vec::with_capacity(SOAK_WAVES);
+    let mut wave_times = Vec::with_capacity(waves);
     let began = Instant::now();
-    for wave in 0..SOAK_WAVES {
+    for wave in 0..waves {
         let start = fake_len(fake).await;
         let pushed = Instant::now();
-        for chat in SOAK_FIRST_CHAT..SOAK_FIRST_CHAT + SOAK_CHATS {
+        for chat in SOAK_FIRST_CHAT..SOAK_FIRST_CHAT + chats {
             fake.push_text(chat, chat, &format!("soak message {wave} from chat {chat}"));
         }
         loop {
-            let answers = first_answers(fake, start, SOAK_FIRST_CHAT, SOAK_CHATS).await;
+            let answers = first_answers(fake, start, SOAK_FIRST_CHAT, chats).await;
             let answered = answers.iter().flatten().count();
             if answered == answers.len() {
                 let last = answers.iter().flatten().max().copied().unwrap_or(pushed);
@@ -195,9 +214,9 @@ async fn soak_run(fake: &FakeTelegram, llm: &ScriptedLlm, daemon: &mut Daemon, h
             }
             if let Some(status) = daemon.exited() {
                 anyhow::bail!(
-                    "the daemon exited ({status}) in wave {wave} ({} messages answered before it, {answered}/{SOAK_CHATS} \
+                    "the daemon exited ({status}) in wave {wave} ({} messages answered before it, {answered}/{chats} \
                      of this wave)",
-                    wave * SOAK_CHATS as usize
+                    wave * chats as usize
                 );
             }
             if pushed.elapsed() > SOAK_WAVE_TIMEOUT {
@@ -208,33 +227,39 @@ async fn soak_run(fake: &FakeTelegram, llm: &ScriptedLlm, daemon: &mut Daemon, h
                     .map(|(i, _)| SOAK_FIRST_CHAT + i as i64)
                     .collect();
                 anyhow::bail!(
-                    "wave {wave}: {answered}/{SOAK_CHATS} chats answered after {:.0} s ({} messages answered \
+                    "wave {wave}: {answered}/{chats} chats answered after {:.0} s ({} messages answered \
                      before); unanswered chats {missing:?}; {} updates still unconfirmed; {} model requests so far",
                     SOAK_WAVE_TIMEOUT.as_secs_f64(),
-                    wave * SOAK_CHATS as usize,
+                    wave * chats as usize,
                     fake.pending_updates(),
                     llm.requests().len()
                 );
             }
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        if (wave + 1) % SOAK_SAMPLE_EVERY == 0 {
+        if (wave + 1) % sample_every == 0 {
             samples_kib.push(proc_status_kib(daemon.pid(), "VmRSS").unwrap_or(0));
             breakdowns.push(rss_breakdown(daemon.pid()));
         }
     }
     let elapsed = began.elapsed();
 
-    let messages = SOAK_WAVES * SOAK_CHATS as usize;
-    let per_sample = SOAK_SAMPLE_EVERY * SOAK_CHATS as usize;
+    let messages = waves * chats as usize;
+    let per_sample = sample_every * chats as usize;
     let listed: Vec<String> =
         samples_kib.iter().enumerate().map(|(i, kib)| format!("{}: {:.1}", (i + 1) * per_sample, mib(*kib))).collect();
     println!("soak: daemon RSS (MiB) after N messages: {}", listed.join(", "));
     let first = samples_kib.first().copied().unwrap_or(0);
     let last = samples_kib.last().copied().unwrap_or(0);
+    let (largest, requests) = llm.largest_request();
+    println!(
+        "soak: largest model request {largest} bytes of messages and tools (about {} tokens at 4 bytes a token) \
+         in {requests} requests; compaction budget {SOAK_BUDGET_TOKENS} tokens",
+        largest / 4
+    );
     println!(
         "soak: RSS growth from the first sample ({per_sample} messages) to the last ({messages}): {:+.1} MiB \
-         (target < 5 MiB); daemon VmHWM {:.1} MiB",
+         (target < 2 MiB); daemon VmHWM {:.1} MiB",
         (last as f64 - first as f64) / KIB_PER_MIB,
         mib(proc_status_kib(daemon.pid(), "VmHWM").unwrap_or(0))
     );
@@ -246,8 +271,8 @@ async fn soak_run(fake: &FakeTelegram, llm: &ScriptedLlm, daemon: &mut Daemon, h
     );
     wave_times.sort();
     println!(
-        "soak: {messages} messages from {SOAK_CHATS} chats (model answers at once) in {:.1} s: {:.0} messages/s \
-         overall ({SOAK_WAVES} waves of one message per chat, each waiting for its {SOAK_CHATS} answers; wave p50 \
+        "soak: {messages} messages from {chats} chats (model answers at once) in {:.1} s: {:.0} messages/s \
+         overall ({waves} waves of one message per chat, each waiting for its {chats} answers; wave p50 \
          {:.1} ms, p99 {:.1} ms); model requests: {}",
         elapsed.as_secs_f64(),
         messages as f64 / elapsed.as_secs_f64(),

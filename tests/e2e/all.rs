@@ -21,6 +21,7 @@ mod redteam;
 mod sandbox;
 mod scaleout;
 mod secrets;
+mod streaming;
 mod tasks;
 mod telegram;
 mod worker_approvals;

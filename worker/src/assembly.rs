@@ -23,6 +23,8 @@ task result needed by the main agent.";
 pub struct Assembled {
     pub endpoint: LlmEndpoint,
     pub model: ModelSettings,
+    /// The prompt that summarises the run's conversation when it outgrows its budget.
+    pub compact_prompt: String,
     pub tools: ToolRegistry,
     pub system_prompt: String,
     pub limits: Limits,
@@ -48,7 +50,10 @@ pub async fn assemble(config: &Arc<Config>, task: &TaskEnvelope) -> Result<Assem
     let provider = overrides.model_provider.as_deref().or(agent.as_ref().and_then(|a| a.model_provider.as_deref()));
     let model = overrides.model.as_deref().or(agent.as_ref().and_then(|a| a.model.as_deref()));
     let effort = overrides.reasoning_effort.as_deref().or(agent.as_ref().and_then(|a| a.reasoning_effort.as_deref()));
-    let endpoint = config.llm_for(provider, model, effort)?;
+    let mut endpoint = config.llm_for(provider, model, effort)?;
+    if let Some(agent) = &agent {
+        agent.apply_openrouter(&mut endpoint.options.openrouter);
+    }
     endpoint.require_key(&config.origin()).map_err(|e| e.to_string())?;
 
     let services = ToolServices::new(config.clone(), None)
@@ -108,6 +113,7 @@ pub async fn assemble(config: &Arc<Config>, task: &TaskEnvelope) -> Result<Assem
         },
         tools,
         system_prompt: prompt.build(),
+        compact_prompt: minibot_agent::compaction::compact_prompt(&library),
         limits: task_limits(config, task),
         agent_label: agent.map_or_else(|| "task_worker".to_string(), |a| a.name),
         endpoint,

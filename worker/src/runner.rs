@@ -9,8 +9,10 @@ use crate::approvals::QueueApprovals;
 use crate::assembly::{Assembled, assemble};
 use futures_util::future::BoxFuture;
 use minibot_agent::OutgoingFile;
+use minibot_agent::compaction::{CompactionOutcome, RunCompaction};
 use minibot_agent::{
-    AgentError, AgentEvent, AgentRun, ApprovalGate, Approver, ChannelCapabilities, Steer, StopReason, ToolContext,
+    AgentError, AgentEvent, AgentRun, ApprovalGate, Approver, ChannelCapabilities, RequestKeys, Steer, StopReason,
+    ToolContext,
 };
 use minibot_config::Config;
 use minibot_llm::{ChatProvider, ChatRequest, ChatResponse};
@@ -240,6 +242,13 @@ impl Worker {
             Err(error) => return Ok(finished(TaskOutcome::Failed, "provider_error", Some(error), tally.usage())),
         };
         let provider = Counted { inner: provider.as_ref(), tally };
+        let compaction = RunCompaction::for_model(
+            &self.config,
+            &assembled.endpoint,
+            &assembled.model,
+            &provider,
+            assembled.compact_prompt.clone(),
+        );
         let pending = Arc::new(PendingApprovals::new(task));
         let deadline = deadline_after(assembled.limits.timeout);
         let prompt = QueueApprovals::new(self.queue.clone(), task.clone(), &self.worker_id, pending.clone(), deadline);
@@ -292,6 +301,22 @@ impl Worker {
             approvals: Some(&approvals),
             inbox: Some(&mut inbox_rx),
             on_event: &on_event,
+            // A chain lives for one attempt: a retried task starts from its prompt again.
+            keys: RequestKeys {
+                cache_key: Some(format!(
+                    "{}:{}:task:{}",
+                    envelope.channel,
+                    envelope.chat_id.map_or_else(String::new, |id| id.to_string()),
+                    envelope.task_id
+                )),
+                chain_key: self
+                    .config
+                    .llm
+                    .agent_chains()
+                    .then(|| format!("task:{}:{}:{}", envelope.task_id, task.attempt, self.worker_id)),
+            },
+            stream: false,
+            compaction,
         };
         let progress = self.report_progress(task, events_rx, tally, notice);
         tokio::pin!(progress);
@@ -388,7 +413,11 @@ impl Worker {
                     tool_names.clear();
                 }
                 AgentEvent::ToolStarted { name, .. } => tool_names.push(name),
-                AgentEvent::ToolFinished { .. } | AgentEvent::SendFile(_) => continue,
+                AgentEvent::Compacted(outcome) => {
+                    log_compaction(task, &outcome);
+                    continue;
+                }
+                AgentEvent::ToolFinished { .. } | AgentEvent::SendFile(_) | AgentEvent::AnswerText { .. } => continue,
             }
             if last_sent.is_some_and(|at| at.elapsed() < PROGRESS_INTERVAL) {
                 continue;
@@ -411,6 +440,19 @@ impl Worker {
             }
         }
         Ok(())
+    }
+}
+
+/// The log line of a run compacted mid-task: the run goes on either way.
+fn log_compaction(task: &ClaimedTask, outcome: &CompactionOutcome) {
+    let task_id = &task.envelope.task_id;
+    match outcome {
+        CompactionOutcome::Summarised { before_tokens, after_tokens, .. } => {
+            tracing::info!(task_id = %task_id, before_tokens, after_tokens, "compacted the task's conversation");
+        }
+        CompactionOutcome::Failed { error, shortened } => {
+            tracing::warn!(task_id = %task_id, error = %error, shortened, "could not summarise the task's conversation; shortened old tool results");
+        }
     }
 }
 
@@ -518,7 +560,10 @@ impl Tally {
             AgentEvent::ToolStarted { .. } => {
                 self.tool_calls.fetch_add(1, Ordering::Relaxed);
             }
-            AgentEvent::ToolFinished { .. } | AgentEvent::SendFile(_) => {}
+            AgentEvent::ToolFinished { .. }
+            | AgentEvent::SendFile(_)
+            | AgentEvent::AnswerText { .. }
+            | AgentEvent::Compacted(_) => {}
         }
     }
 

@@ -4,4 +4,5 @@
 
 pub mod approval_wait;
 pub mod console;
+pub mod shown;
 pub mod telegram;

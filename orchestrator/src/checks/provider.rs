@@ -2,7 +2,8 @@
 //! allows it: `GET {base_url}/models` lists what the key may use (OpenAI and most compatible servers, Ollama,
 //! vLLM, llama.cpp and LM Studio included), so it proves all three and names the alternatives when the model is
 //! missing. OpenRouter lists its models without a key, so its key is checked with `GET {base_url}/key` as well.
-//! A server without a model list gets a one-token chat completion instead.
+//! A server without a model list gets a one-token chat completion instead. Anthropic (`x-api-key`) and Gemini
+//! (`x-goog-api-key`, `models[].name`) list their models too, with the key in their own headers.
 
 use super::ProbeError;
 use super::http::{client, server_message, transport};
@@ -15,25 +16,31 @@ const SUGGESTIONS: usize = 5;
 
 /// Checks `endpoint` with real requests; answers the model's name as the provider spells it.
 pub async fn probe(endpoint: &LlmEndpoint) -> Result<String, ProbeError> {
-    if !matches!(endpoint.api_format, ApiFormat::OpenAi | ApiFormat::OpenRouter) {
+    if !endpoint.api_format.is_callable() {
         return Err(ProbeError::Setup(format!(
-            "provider `{}` uses the `{}` API format, which this version cannot call (openai and openrouter can)",
+            "provider `{}` uses the `{}` API format, which this version cannot call",
             endpoint.provider,
             endpoint.api_format.as_str()
         )));
     }
     let probe = Probe::new(endpoint)?;
-    let models_url = format!("{}/models", probe.base);
+    // Gemini pages its list (50 by default); one large page holds every model it has.
+    let models_url = match endpoint.api_format {
+        ApiFormat::Google => format!("{}/models?pageSize=1000", probe.base),
+        _ => format!("{}/models", probe.base),
+    };
     let response = probe.get(&models_url).await?;
+    let chat_shaped = matches!(endpoint.api_format, ApiFormat::OpenAi | ApiFormat::OpenRouter);
     let ids = match response {
         Answer { status: 200..=299, body } => model_ids(&body).ok_or_else(|| ProbeError::BadAnswer {
             url: probe.shown(&models_url),
-            detail: "no `data` list of models".into(),
+            detail: "no list of models".into(),
         })?,
-        Answer { status: 404 | 405, .. } => return probe.complete().await,
+        Answer { status: 404 | 405, .. } if chat_shaped => return probe.complete().await,
         other => return Err(probe.failure(&models_url, other)),
     };
-    let Some(name) = find_model(&ids, &endpoint.model) else {
+    let wanted = endpoint.model.strip_prefix("models/").unwrap_or(&endpoint.model);
+    let Some(name) = find_model(&ids, wanted) else {
         return Err(ProbeError::ModelNotFound {
             url: probe.shown(&probe.base),
             model: endpoint.model.clone(),
@@ -78,8 +85,19 @@ impl<'a> Probe<'a> {
         self.endpoint.redactor.redact(url).into_owned()
     }
 
+    /// The key as each API takes it: Anthropic's and Gemini's headers, else a bearer token.
     fn authorized(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        if self.endpoint.api_key.is_empty() { request } else { request.bearer_auth(&self.endpoint.api_key) }
+        let key = &self.endpoint.api_key;
+        match self.endpoint.api_format {
+            ApiFormat::Claude => {
+                let request = request.header("anthropic-version", "2023-06-01");
+                if key.is_empty() { request } else { request.header("x-api-key", key) }
+            }
+            ApiFormat::Google if !key.is_empty() => request.header("x-goog-api-key", key),
+            ApiFormat::Google => request,
+            _ if key.is_empty() => request,
+            _ => request.bearer_auth(key),
+        }
     }
 
     async fn get(&self, url: &str) -> Result<Answer, ProbeError> {
@@ -134,10 +152,16 @@ impl<'a> Probe<'a> {
 }
 
 /// The `id`s of an OpenAI-style model list (`{"data": [{"id": …}, …]}`).
+/// The model ids of a list: `data[].id` (OpenAI, Anthropic and compatible servers) or Gemini's
+/// `models[].name` without its `models/` prefix.
 fn model_ids(body: &str) -> Option<Vec<String>> {
     let value: Value = serde_json::from_str(body).ok()?;
-    let data = value.get("data")?.as_array()?;
-    Some(data.iter().filter_map(|m| m["id"].as_str()).map(str::to_string).collect())
+    if let Some(data) = value.get("data").and_then(Value::as_array) {
+        return Some(data.iter().filter_map(|m| m["id"].as_str()).map(str::to_string).collect());
+    }
+    let models = value.get("models")?.as_array()?;
+    let names = models.iter().filter_map(|m| m["name"].as_str());
+    Some(names.map(|name| name.strip_prefix("models/").unwrap_or(name).to_string()).collect())
 }
 
 /// The listed name of `model`: exact, or with the `:latest` tag Ollama lists untagged names under.
@@ -230,5 +254,54 @@ mod tests {
         let best = closest(&listed, "gpt-4o-mni");
         assert_eq!(best.first().map(String::as_str), Some("gpt-4o-mini"));
         assert_eq!(best.get(1).map(String::as_str), Some("gpt-4o"));
+    }
+
+    /// Anthropic's and Gemini's model lists, each answering only with the key in its own header.
+    async fn vendor_like() -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}/v1", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let mut buffer = vec![0u8; 8192];
+                let read = stream.read(&mut buffer).await.unwrap_or(0);
+                let request = String::from_utf8_lossy(&buffer[..read]).to_ascii_lowercase();
+                let (status, body) =
+                    if request.contains("x-api-key: ant-key") && request.contains("anthropic-version: 2023-06-01") {
+                        ("200 OK", r#"{"data":[{"id":"claude-sonnet-4-5","type":"model"}],"has_more":false}"#)
+                    } else if request.contains("x-goog-api-key: gem-key") && !request.contains("key=") {
+                        ("200 OK", r#"{"models":[{"name":"models/gemini-2.5-flash"}]}"#)
+                    } else {
+                        ("401 Unauthorized", r#"{"error":{"message":"invalid x-api-key"}}"#)
+                    };
+                let answer =
+                    format!("HTTP/1.1 {status}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+                let _ = stream.write_all(answer.as_bytes()).await;
+            }
+        });
+        base
+    }
+
+    fn vendor_endpoint(format: &str, base: &str, key: &str, model: &str) -> LlmEndpoint {
+        let text = format!(
+            "[llm]\nprovider = \"{format}\"\nbase_url = \"{base}\"\napi_key = \"{key}\"\nmodel = \"{model}\"\n"
+        );
+        minibot_config::Config::from_toml(&text, "test.toml", ".", &|_| None).unwrap().main_llm()
+    }
+
+    #[tokio::test]
+    async fn claude_and_gemini_are_checked_with_their_own_model_lists_and_key_headers() {
+        let base = vendor_like().await;
+        assert_eq!(
+            probe(&vendor_endpoint("claude", &base, "ant-key", "claude-sonnet-4-5")).await.unwrap(),
+            "claude-sonnet-4-5"
+        );
+        assert_eq!(
+            probe(&vendor_endpoint("google", &base, "gem-key", "models/gemini-2.5-flash")).await.unwrap(),
+            "gemini-2.5-flash"
+        );
+        let refused = probe(&vendor_endpoint("claude", &base, "wrong", "claude-sonnet-4-5")).await.unwrap_err();
+        assert!(matches!(refused, ProbeError::Rejected { status: 401, .. }), "{refused:?}");
+        let missing = probe(&vendor_endpoint("google", &base, "gem-key", "gemini-9")).await.unwrap_err();
+        assert!(matches!(missing, ProbeError::ModelNotFound { .. }), "{missing:?}");
     }
 }

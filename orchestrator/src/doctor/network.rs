@@ -21,6 +21,18 @@ pub async fn provider(config: &Config, report: &mut Report<impl Write>) {
                 format!("key from {}", endpoint.api_key_source)
             };
             report.ok("provider", format!("{name}: model `{model}` is there; {key}"));
+            let known = minibot_llm::model_limits(endpoint.api_format, &endpoint.model).is_some();
+            if !known && config.memory.max_history_tokens.is_none() {
+                report.warn(
+                    "history",
+                    format!(
+                        "model `{}` is not in the built-in model table: its context size is unknown, so long \
+                         conversations are not compacted and may fail when they outgrow it",
+                        endpoint.model
+                    ),
+                    "set [memory] max_history_tokens to a little under the model's context (in tokens)",
+                );
+            }
         }
         Err(error) => report.fail("provider", format!("{name}: {error}"), provider_fix(&endpoint, &error)),
     }

@@ -208,6 +208,8 @@ pub fn human_size(bytes: u64) -> String {
 pub struct Progress {
     pub channel: String,
     pub chat_id: i64,
+    /// The channel's id of the message the turn answers ([`Inbound::message_id`]): a live draft replies to it.
+    pub reply_to: Option<i64>,
     pub event: minibot_agent::AgentEvent,
 }
 

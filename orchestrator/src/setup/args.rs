@@ -65,6 +65,12 @@ pub enum ProviderKind {
     Openai,
     /// openrouter.ai: many vendors' models behind one key
     Openrouter,
+    /// Anthropic's Claude (api.anthropic.com)
+    #[value(alias = "anthropic")]
+    Claude,
+    /// Google's Gemini (generativelanguage.googleapis.com)
+    #[value(alias = "gemini")]
+    Google,
     /// Ollama, LM Studio, llama.cpp or vLLM on this machine (no key)
     #[value(alias = "ollama")]
     Local,

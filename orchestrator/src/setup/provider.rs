@@ -9,13 +9,16 @@ use minibot_config::is_loopback_url;
 use minibot_vault::Zeroizing;
 
 impl ProviderKind {
-    const ALL: [Self; 4] = [Self::Openai, Self::Openrouter, Self::Local, Self::Compatible];
+    // New kinds go last: the menu numbers of the others stay what scripts and habits know.
+    const ALL: [Self; 6] = [Self::Openai, Self::Openrouter, Self::Local, Self::Compatible, Self::Claude, Self::Google];
 
     /// The `[providers.<name>]` section, which `[llm] provider` names.
     pub fn section(self) -> &'static str {
         match self {
             Self::Openai => "openai",
             Self::Openrouter => "openrouter",
+            Self::Claude => "claude",
+            Self::Google => "google",
             Self::Local => "local",
             Self::Compatible => "compatible",
         }
@@ -26,6 +29,8 @@ impl ProviderKind {
         match self {
             Self::Openai => "openai",
             Self::Openrouter => "openrouter",
+            Self::Claude => "claude",
+            Self::Google => "google",
             Self::Local => "local",
             Self::Compatible => "openai-compatible",
         }
@@ -35,6 +40,8 @@ impl ProviderKind {
         match self {
             Self::Openai => "OpenAI",
             Self::Openrouter => "OpenRouter (many vendors' models behind one key)",
+            Self::Claude => "Anthropic (Claude)",
+            Self::Google => "Google (Gemini)",
             Self::Local => "Ollama or another server on this machine (LM Studio, llama.cpp, vLLM): no key",
             Self::Compatible => "Another OpenAI-compatible server (any base URL)",
         }
@@ -57,6 +64,8 @@ impl ProviderKind {
         match self {
             Self::Openai => Some("https://api.openai.com/v1"),
             Self::Openrouter => Some("https://openrouter.ai/api/v1"),
+            Self::Claude => Some("https://api.anthropic.com/v1"),
+            Self::Google => Some("https://generativelanguage.googleapis.com/v1beta"),
             _ => None,
         }
     }
@@ -65,6 +74,8 @@ impl ProviderKind {
         match self {
             Self::Openai => Some("gpt-4o-mini"),
             Self::Openrouter => Some("openai/gpt-4o-mini"),
+            Self::Claude => Some("claude-sonnet-4-5"),
+            Self::Google => Some("gemini-2.5-flash"),
             Self::Local => Some("llama3.2"),
             Self::Compatible => None,
         }
@@ -74,6 +85,8 @@ impl ProviderKind {
         match self {
             Self::Openai => " (https://platform.openai.com/api-keys)",
             Self::Openrouter => " (https://openrouter.ai/keys)",
+            Self::Claude => " (https://console.anthropic.com/settings/keys)",
+            Self::Google => " (https://aistudio.google.com/apikey)",
             _ => "",
         }
     }
@@ -82,6 +95,8 @@ impl ProviderKind {
     fn of(name: &str, base_url: Option<&str>) -> Self {
         match name {
             "openrouter" => Self::Openrouter,
+            "claude" | "anthropic" => Self::Claude,
+            "google" | "gemini" => Self::Google,
             "local" | "ollama" => Self::Local,
             "compatible" => Self::Compatible,
             "openai" if base_url.is_none() => Self::Openai,

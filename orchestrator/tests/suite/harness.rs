@@ -95,7 +95,12 @@ impl Harness {
             .expect("channel open")
     }
 
+    /// The chat's stored conversation text: user messages and answers (not tool calls or their results).
     pub async fn history(&self, chat_id: i64) -> Vec<String> {
-        self.runtime.store.history(&format!("test:{chat_id}")).await.unwrap().into_iter().map(|m| m.content).collect()
+        let rows = self.runtime.store.history(&format!("test:{chat_id}")).await.unwrap();
+        rows.into_iter()
+            .filter(|m| m.role != minibot_store::Role::Tool && m.tool_calls.is_empty())
+            .map(|m| m.content)
+            .collect()
     }
 }

@@ -1,6 +1,9 @@
+mod compaction;
 mod harness;
 mod layout;
+mod quiet_chats;
 mod task_support;
 mod task_trust;
+mod tool_history;
 mod turns;
 mod worker_tasks;

@@ -9,6 +9,7 @@ pub mod approval;
 mod approval_detail;
 mod approval_gate;
 pub mod channel;
+pub mod compaction;
 pub mod directives;
 mod guards;
 mod outcome;
@@ -32,7 +33,7 @@ pub use prompt::{PromptBuilder, PromptLibrary};
 pub use registry::ToolRegistry;
 pub use run::{
     AgentRun, EMPTY_ANSWER_REPLY, Limits, MAX_STEPS_REPLY, MAX_TOOL_CALLS_REPLY, ModelSettings,
-    REPEATED_ITERATION_REPLY, TIMEOUT_REPLY, TRUNCATED_REPLY, error_result,
+    REPEATED_ITERATION_REPLY, RequestKeys, TIMEOUT_REPLY, TRUNCATED_REPLY, error_result,
 };
 pub use safety::{SafetyClassifier, SafetyConfigError};
 pub use spill::{SpillStore, SpillTool, SpilledFile, wrap_with_spill};

@@ -56,6 +56,10 @@ pub struct AgentOutcome {
     pub steered: Vec<Steer>,
     /// Files to deliver with the answer (the last `pre_response` call's `attachments`).
     pub attachments: Vec<crate::directives::OutgoingFile>,
+    /// The run's conversation from the user message on, as the model saw it: steered messages, the assistant
+    /// messages that asked for tool calls and their results, nudges the loop added. Not the answer. A run that
+    /// stopped mid-step (a limit, the time limit) may end with calls that have no result.
+    pub messages: Vec<minibot_llm::Message>,
     pub elapsed: Duration,
 }
 
@@ -94,4 +98,12 @@ pub enum AgentEvent {
     },
     /// `send_file` asked for this file to reach the user now; the caller hands it to the chat's channel.
     SendFile(crate::directives::OutgoingFile),
+    /// A piece of the model's text as it streams in, during step `step` (runs with `stream` only). The text of
+    /// one step may end in tool calls rather than the answer: a new step starts a new text.
+    AnswerText {
+        step: u32,
+        text: String,
+    },
+    /// The run's conversation reached its budget and was compacted (runs with `compaction` only).
+    Compacted(crate::compaction::CompactionOutcome),
 }

@@ -13,6 +13,7 @@ const BUILTIN: &[(&str, &str)] = &[
     ("channels/console.md", include_str!("../../../prompts/channels/console.md")),
     ("channels/telegram.md", include_str!("../../../prompts/channels/telegram.md")),
     ("channels/web.md", include_str!("../../../prompts/channels/web.md")),
+    ("compact.md", include_str!("../../../prompts/compact.md")),
 ];
 
 /// Where prompt texts come from: the override folder first, then the built-in copy.

@@ -3,6 +3,7 @@
 
 use crate::approval::APPROVAL_DENIED_CODE;
 use crate::approval_gate::{ApprovalGate, is_denial};
+use crate::compaction::RunCompaction;
 use crate::directives::Directives;
 use crate::guards::{parse_arguments, sha256_hex, unwrap_legacy_answer};
 use crate::outcome::{AgentError, AgentEvent, AgentOutcome, ReplyKind, Steer, StopReason};
@@ -43,6 +44,14 @@ pub struct ModelSettings {
     pub reasoning_effort: Option<String>,
 }
 
+/// What ties a run's requests together on the provider's side ([`minibot_llm::ChatRequest::cache_key`] and
+/// [`minibot_llm::ChatRequest::chain_key`]).
+#[derive(Debug, Clone, Default)]
+pub struct RequestKeys {
+    pub cache_key: Option<String>,
+    pub chain_key: Option<String>,
+}
+
 /// Everything one run needs.
 pub struct AgentRun<'a> {
     pub provider: &'a dyn ChatProvider,
@@ -60,6 +69,12 @@ pub struct AgentRun<'a> {
     /// Messages for this run that arrive while it works (steering). Read before every provider call.
     pub inbox: Option<&'a mut UnboundedReceiver<Steer>>,
     pub on_event: &'a (dyn Fn(AgentEvent) + Send + Sync),
+    pub keys: RequestKeys,
+    /// Keeps the conversation within the model's context as the run goes ([`RunCompaction`]); `None`: the run
+    /// never compacts.
+    pub compaction: Option<RunCompaction<'a>>,
+    /// Stream the model's text: each piece is reported as [`AgentEvent::AnswerText`] as it arrives.
+    pub stream: bool,
 }
 
 impl AgentRun<'_> {
@@ -68,7 +83,11 @@ impl AgentRun<'_> {
         let started = Instant::now();
         let timeout = self.limits.timeout;
         let mut state = LoopState::default();
-        let result = tokio::time::timeout(timeout, self.steps(&mut state)).await;
+        // Outside the timed future, so a run that runs out of time still reports what it did.
+        let mut messages = Vec::new();
+        let turn_start = 1 + self.history.len();
+        let result = tokio::time::timeout(timeout, self.steps(&mut state, &mut messages)).await;
+        state.messages = messages.split_off(turn_start.min(messages.len()));
         match result {
             Ok(Ok((answer, stop_reason))) => Ok(state.finish(answer, stop_reason, started)),
             Ok(Err(error)) => Err(error),
@@ -76,17 +95,45 @@ impl AgentRun<'_> {
         }
     }
 
-    async fn steps(mut self, state: &mut LoopState) -> Result<(String, StopReason), AgentError> {
-        let mut messages = Vec::with_capacity(self.history.len() + 2);
+    async fn steps(
+        mut self,
+        state: &mut LoopState,
+        messages: &mut Vec<Message>,
+    ) -> Result<(String, StopReason), AgentError> {
+        messages.reserve(self.history.len() + 2);
         messages.push(Message::System(std::mem::take(&mut self.system_prompt)));
         messages.append(&mut self.history);
         messages.push(Message::User(std::mem::take(&mut self.user_message)));
+        let prompt_at = messages.len() - 1;
         let specs = self.tools.specs();
         if self.context.agent_tools.is_none() {
             self.context.agent_tools = Some(self.tools.names().into());
         }
+        // What the last request carried, per the provider's usage, and how many messages it had: the size now is
+        // that plus what was added since (counted locally), or all counted locally before the first usage.
+        let mut measured: Option<(u64, usize)> = None;
         loop {
-            self.drain_inbox(&mut messages, state);
+            self.drain_inbox(messages, state);
+            if let Some(compaction) = &self.compaction {
+                let model = &self.model.model;
+                let tokens = match measured {
+                    Some((tokens, upto)) if upto <= messages.len() => {
+                        let added = &messages[upto..];
+                        if tokens + crate::compaction::rough_upper_tokens(added) < compaction.threshold_tokens {
+                            tokens
+                        } else {
+                            tokens + minibot_llm::count_tokens(added, &[], model)
+                        }
+                    }
+                    // Building the tokenizer costs a process about 150 ms the first time: not for a conversation
+                    // that cannot be near the budget (a token is at least two bytes of text in practice).
+                    _ if crate::compaction::rough_upper_tokens(messages) < compaction.threshold_tokens => 0,
+                    _ => minibot_llm::count_tokens(messages, &specs, model),
+                };
+                if let Some(outcome) = compaction.fit(messages, prompt_at, tokens).await {
+                    (self.on_event)(AgentEvent::Compacted(outcome));
+                }
+            }
             if self.limits.max_steps.is_some_and(|max| state.steps >= max) {
                 return Ok((MAX_STEPS_REPLY.into(), StopReason::MaxSteps));
             }
@@ -99,9 +146,22 @@ impl AgentRun<'_> {
                 temperature: self.model.temperature,
                 max_tokens: self.model.max_tokens,
                 reasoning_effort: self.model.reasoning_effort.clone(),
+                cache_key: self.keys.cache_key.clone(),
+                chain_key: self.keys.chain_key.clone(),
             };
-            let response = self.provider.complete(&request).await?;
+            let mut response = if self.stream {
+                let on_event = self.on_event;
+                let step = state.steps;
+                let shown = |piece: &str| on_event(AgentEvent::AnswerText { step, text: piece.to_string() });
+                self.provider.stream(&request, &shown).await?
+            } else {
+                self.provider.complete(&request).await?
+            };
+            unique_call_ids(&mut response.tool_calls, state.steps);
             state.usage += response.usage;
+            let reported = response.usage.prompt_tokens + response.usage.completion_tokens;
+            // The answer is appended below; counting it from the usage covers it.
+            measured = (reported > 0).then_some((reported, messages.len() + 1));
 
             if response.tool_calls.is_empty() {
                 let text = unwrap_legacy_answer(response.content.as_deref().unwrap_or_default());
@@ -126,6 +186,8 @@ impl AgentRun<'_> {
             messages.push(Message::Assistant {
                 content: response.content.clone().filter(|c| !c.is_empty()),
                 tool_calls: response.tool_calls.clone(),
+                reasoning: response.reasoning.clone(),
+                replay: response.replay.clone(),
             });
             let mut all_invalid = true;
             let mut fingerprint_parts: Vec<String> = Vec::new();
@@ -297,6 +359,18 @@ pub fn error_result(tool: &str, arguments: &str, code: &str, message: &str) -> V
     })
 }
 
+/// Gives every call of one answer its own id: results are matched to calls by id, so two calls with one id (a
+/// provider's bug, or an empty id) would leave a call without its result in the history, which APIs refuse.
+fn unique_call_ids(calls: &mut [ToolCall], step: u32) {
+    let mut seen = std::collections::HashSet::new();
+    for (index, call) in calls.iter_mut().enumerate() {
+        if call.id.is_empty() || !seen.insert(call.id.clone()) {
+            call.id = format!("call_{step}_{index}_{}", seen.len());
+            seen.insert(call.id.clone());
+        }
+    }
+}
+
 #[derive(Default)]
 struct LoopState {
     steps: u32,
@@ -312,6 +386,7 @@ struct LoopState {
     reply_kind: ReplyKind,
     disable_link_preview: bool,
     directives: Directives,
+    messages: Vec<Message>,
 }
 
 impl LoopState {
@@ -337,6 +412,7 @@ impl LoopState {
             tools_used: std::mem::take(&mut self.tools_used),
             steered: std::mem::take(&mut self.steered),
             attachments: self.directives.take_attachments(),
+            messages: std::mem::take(&mut self.messages),
             elapsed: started.elapsed(),
         }
     }

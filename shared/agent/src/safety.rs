@@ -201,6 +201,7 @@ impl SafetyClassifier {
             temperature: None,
             max_tokens: None,
             reasoning_effort: self.reasoning_effort.clone(),
+            ..ChatRequest::default()
         };
         let mut why = String::new();
         for attempt in 1..=ATTEMPTS {

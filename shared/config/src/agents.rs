@@ -277,6 +277,24 @@ pub fn valid_label(label: &str) -> bool {
         && label.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
+impl AgentDefinition {
+    /// This specialist's `openrouter_*` keys over the config's `[llm.openrouter]`: its reasoning switch, and each
+    /// `openrouter_provider_<field>` as that field of the routing object. A value is read as JSON when it is
+    /// JSON (`true`, `3`, `["a", "b"]`), else as text, since the file format writes every value as a scalar.
+    pub fn apply_openrouter(&self, section: &mut crate::OpenRouterSection) {
+        if let Some(enabled) = self.openrouter_reasoning_enabled {
+            section.reasoning_enabled = Some(enabled);
+        }
+        for (field, text) in &self.openrouter_provider {
+            let value = serde_json::from_str::<serde_json::Value>(text)
+                .ok()
+                .and_then(|json| toml::Value::try_from(json).ok())
+                .unwrap_or_else(|| toml::Value::String(text.clone()));
+            section.provider.provider_extra.insert(field.clone(), value);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -87,12 +87,31 @@ pub struct LlmEndpoint {
     pub reasoning_effort: Option<String>,
     pub request_timeout: Duration,
     pub connect_timeout: Duration,
+    /// The longest pause between two reads of an answer (`sock_read_timeout_seconds`): a stream that stalls
+    /// fails here rather than at the whole request's limit.
+    pub read_timeout: Duration,
+    /// `[llm] http2`: HTTP/2 where the server offers it (TLS); off, every request is HTTP/1.1.
+    pub http2: bool,
+    /// API-specific options from `[llm]`: OpenRouter's routing, xAI's search tools, the Responses cache.
+    pub options: EndpointOptions,
     pub retry_attempts: u32,
     pub retry_delay: Duration,
     /// [`Config::redactor`]: every configured credential, so the client can keep them out of the conversation it
     /// sends and the provider text it reports (the endpoint's own key travels only in the `Authorization`
     /// header).
     pub redactor: minibot_vault::Redactor,
+}
+
+/// The `[llm]` options only some APIs read.
+#[derive(Debug, Clone, Default)]
+pub struct EndpointOptions {
+    pub openrouter: crate::OpenRouterSection,
+    pub xai: crate::XaiSection,
+    /// Responses: `reasoning.summary`.
+    pub reasoning_summary: Option<String>,
+    /// Responses: send `prompt_cache_key`.
+    pub prompt_cache_enabled: bool,
+    pub prompt_cache_retention: Option<String>,
 }
 
 /// No key is configured for a provider that needs one. The message names the section whose `api_key` counts,
@@ -342,6 +361,15 @@ impl Config {
             reasoning_effort: llm.reasoning_effort.clone(),
             request_timeout: secs(llm.request_timeout_seconds),
             connect_timeout: secs(llm.sock_connect_timeout_seconds),
+            read_timeout: secs(llm.sock_read_timeout_seconds),
+            http2: llm.http2,
+            options: EndpointOptions {
+                openrouter: llm.openrouter.clone(),
+                xai: llm.xai.clone(),
+                reasoning_summary: llm.reasoning_summary.clone(),
+                prompt_cache_enabled: llm.prompt_cache_enabled,
+                prompt_cache_retention: llm.prompt_cache_retention.clone(),
+            },
             retry_attempts: llm.retry_attempts,
             retry_delay: secs(llm.retry_delay_seconds),
             redactor: self.redactor(),

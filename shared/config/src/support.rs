@@ -49,7 +49,7 @@ pub enum Gate {
 /// files: refused only while an OpenRouter provider is configured (MiniBot ignores them otherwise). Named, because
 /// [`check_agents`] consults it too.
 const OPENROUTER_ROUTING: Feature =
-    Feature { what: "OpenRouter routing options are", implemented: false, gate: Gate::Custom(openrouter_options) };
+    Feature { what: "OpenRouter routing options are", implemented: true, gate: Gate::Custom(openrouter_options) };
 
 /// Every MiniBot section, in the order of MiniBot's schema. Sections that are fully built are listed too, so
 /// this is the one place that says what exists.
@@ -65,7 +65,7 @@ pub const FEATURES: &[Feature] = &[
     Feature {
         what: "this [llm] option is",
         implemented: false,
-        gate: Gate::Keys { section: "llm", keys: &["http2", "sock_read_timeout_seconds", "strip_logs"] },
+        gate: Gate::Keys { section: "llm", keys: &["strip_logs"] },
     },
     // [providers.<name>]: api_key, base_url, headers, api_format, models (`auth_path`: chatgpt_codex only).
     Feature { what: "[providers]", implemented: true, gate: Gate::Nothing },
@@ -74,11 +74,11 @@ pub const FEATURES: &[Feature] = &[
     Feature { what: "the `openrouter` API format is", implemented: true, gate: Gate::ApiFormat(ApiFormat::OpenRouter) },
     Feature {
         what: "the `openai_responses` API format is",
-        implemented: false,
+        implemented: true,
         gate: Gate::ApiFormat(ApiFormat::OpenAiResponses),
     },
-    Feature { what: "the `claude` API format is", implemented: false, gate: Gate::ApiFormat(ApiFormat::Claude) },
-    Feature { what: "the `google` API format is", implemented: false, gate: Gate::ApiFormat(ApiFormat::Google) },
+    Feature { what: "the `claude` API format is", implemented: true, gate: Gate::ApiFormat(ApiFormat::Claude) },
+    Feature { what: "the `google` API format is", implemented: true, gate: Gate::ApiFormat(ApiFormat::Google) },
     // Also [codex] version and every auth_path.
     Feature {
         what: "the `chatgpt_codex` API format is",
@@ -106,9 +106,10 @@ pub const FEATURES: &[Feature] = &[
     },
     // [memory]: sqlite_url, max_history_messages.
     Feature { what: "[memory]", implemented: true, gate: Gate::Nothing },
+    // [memory] max_history_tokens, context_ratio_before_compact, notify_compaction_updates: compaction.
     Feature {
         what: "history compaction is",
-        implemented: false,
+        implemented: true,
         gate: Gate::Keys {
             section: "memory",
             keys: &["max_history_tokens", "context_ratio_before_compact", "notify_compaction_updates"],

@@ -54,6 +54,18 @@ pub(crate) fn check(config: &Config, origin: &str) -> Result<()> {
         ));
     }
 
+    for (key, mode) in [
+        ("llm.main_responses_state_mode", &config.llm.main_responses_state_mode),
+        ("llm.agent_responses_state_mode", &config.llm.agent_responses_state_mode),
+        ("llm.responses_state_mode", &config.llm.responses_state_mode),
+    ] {
+        if !crate::schema::RESPONSES_STATE_MODES.contains(&mode.as_str()) {
+            return Err(invalid(
+                key,
+                format!("unknown mode `{mode}`; expected one of {}", crate::schema::RESPONSES_STATE_MODES.join(", ")),
+            ));
+        }
+    }
     check_telegram(config, &invalid)?;
     check_worker(config, &invalid)?;
 

@@ -53,17 +53,14 @@ fn loads(text: &str) -> Config {
 #[test]
 fn minibot_example_is_refused_exactly_for_what_is_not_built() {
     let text = include_str!("fixtures/minibot-0.36-config.example.toml");
-    assert_eq!(refused(text), ["llm.provider", "tools.skills.enabled", "scheduler.prompts.enabled"]);
+    assert_eq!(refused(text), ["tools.skills.enabled", "scheduler.prompts.enabled"]);
     let (file, result) = load(text);
     let printed = result.err().unwrap().to_string();
     let origin = file.path.display().to_string();
     assert_eq!(
         printed,
         format!(
-            "{origin}: [llm] provider = \"openai_responses\": the `openai_responses` API format is not supported by \
-             this version yet; use a provider whose api_format is openai or openrouter (any OpenAI-compatible \
-             endpoint works with \"openai\")\n\
-             {origin}: [tools.skills] enabled = true: skills (list_skills, activate_skill) are not supported by this \
+            "{origin}: [tools.skills] enabled = true: skills (list_skills, activate_skill) are not supported by this \
              version yet; set enabled = false or remove the section\n\
              {origin}: [scheduler.prompts] enabled = true: scheduled prompts are not supported by this version yet; \
              set enabled = false or remove the section"
@@ -74,7 +71,6 @@ fn minibot_example_is_refused_exactly_for_what_is_not_built() {
 #[test]
 fn minibot_example_loads_once_the_unbuilt_features_are_off() {
     let text = include_str!("fixtures/minibot-0.36-config.example.toml")
-        .replace("provider = \"openai_responses\"", "provider = \"openai\"")
         .replace("[tools.skills]\nenabled = true", "[tools.skills]\nenabled = false")
         .replace("[scheduler.prompts]\nenabled = true", "[scheduler.prompts]\nenabled = false");
     let config = loads(&text);
@@ -157,23 +153,11 @@ const SECTIONS: &[(&str, &str, &str)] = &[
         "orchestration.main_agent.name",
         "[orchestration.main_agent]\nname = \"minibot\"\n",
     ),
-    ("[llm]\nhttp2 = true\n", "llm.http2", "[llm]\nhttp2 = false\n"),
-    (
-        "[llm]\nsock_read_timeout_seconds = 90\n",
-        "llm.sock_read_timeout_seconds",
-        "[llm]\nsock_read_timeout_seconds = 45\n",
-    ),
     ("[llm]\nstrip_logs = true\n", "llm.strip_logs", "[llm]\nstrip_logs = false\n"),
-    // Responses-only keys do nothing with a Chat Completions provider, in MiniBot too.
     (
-        "[llm]\nprovider = \"claude\"\n",
+        "[llm]\nprovider = \"mine\"\n[providers.mine]\napi_format = \"chatgpt_codex\"\n",
         "llm.provider",
-        "[llm]\nreasoning_summary = \"auto\"\nprompt_cache_retention = \"24h\"\n[llm.xai]\nweb_search_enabled = true\n",
-    ),
-    (
-        "[llm]\nprovider = \"mine\"\n[providers.mine]\napi_format = \"google\"\n",
-        "llm.provider",
-        "[llm]\nprovider = \"mine\"\n[providers.mine]\napi_format = \"openai\"\n[providers.google]\napi_key = \"k\"\n",
+        "[llm]\nprovider = \"mine\"\n[providers.mine]\napi_format = \"openai\"\n[providers.chatgpt_codex]\napi_key = \"k\"\n",
     ),
     (
         "[llm]\nprovider = \"chatgpt_codex\"\n",
@@ -181,39 +165,14 @@ const SECTIONS: &[(&str, &str, &str)] = &[
         "[codex]\nversion = \"1.0\"\n[providers.chatgpt_codex]\nauth_path = \"x\"\n",
     ),
     (
-        "[orchestration]\nmain_tool_use_guardrail = \"llm_classifier\"\nmain_tool_use_guardrail_provider = \"claude\"\n",
+        "[orchestration]\nmain_tool_use_guardrail = \"llm_classifier\"\nmain_tool_use_guardrail_provider = \"chatgpt_codex\"\n",
         "orchestration.main_tool_use_guardrail_provider",
-        "[orchestration]\nmain_tool_use_guardrail = \"disabled\"\nmain_tool_use_guardrail_provider = \"claude\"\n",
+        "[orchestration]\nmain_tool_use_guardrail = \"disabled\"\nmain_tool_use_guardrail_provider = \"chatgpt_codex\"\n",
     ),
     (
-        "[tools.safety_classifier]\nenabled = true\nprovider = \"openai_responses\"\nmodel = \"m\"\n",
+        "[tools.safety_classifier]\nenabled = true\nprovider = \"chatgpt_codex\"\nmodel = \"m\"\n",
         "tools.safety_classifier.provider",
-        "[tools.safety_classifier]\nenabled = false\nprovider = \"openai_responses\"\n",
-    ),
-    (
-        "[llm]\nprovider = \"openrouter\"\n[llm.openrouter]\nmodels = [\"a\", \"b\"]\n",
-        "llm.openrouter.models",
-        "[llm]\nprovider = \"openai\"\n[llm.openrouter]\nmodels = [\"a\", \"b\"]\n",
-    ),
-    (
-        "[providers.router]\napi_format = \"openrouter\"\n[llm.openrouter.provider]\norder = [\"x\"]\n",
-        "llm.openrouter.provider.order",
-        "[llm]\nprovider = \"openrouter\"\n[llm.openrouter]\nattribution_enabled = false\n",
-    ),
-    (
-        "[memory]\nmax_history_tokens = 1000\n",
-        "memory.max_history_tokens",
-        "[memory]\nbackend = \"anything\"\nmax_history_messages = 50\n",
-    ),
-    (
-        "[memory]\ncontext_ratio_before_compact = 0.8\n",
-        "memory.context_ratio_before_compact",
-        "[memory]\ncontext_ratio_before_compact = 0.95\n",
-    ),
-    (
-        "[memory]\nnotify_compaction_updates = \"brief\"\n",
-        "memory.notify_compaction_updates",
-        "[memory]\nnotify_compaction_updates = \"off\"\n",
+        "[tools.safety_classifier]\nenabled = false\nprovider = \"chatgpt_codex\"\n",
     ),
     (
         "[tools.python_exec]\nbackend = \"docker\"\n",
@@ -329,11 +288,12 @@ fn agent(dir: &std::path::Path, name: &str, frontmatter: &str) {
 #[test]
 fn specialists_that_need_unbuilt_providers_are_refused_with_their_file() {
     let config =
-        loads("[providers.router]\napi_format = \"openrouter\"\n[providers.anthropic]\napi_format = \"claude\"\n");
+        loads("[providers.router]\napi_format = \"openrouter\"\n[providers.codex]\napi_format = \"chatgpt_codex\"\n");
     let dir = tempfile::tempdir().unwrap();
     agent(dir.path(), "plain", "model_provider: openai\n");
+    // OpenRouter's routing keys are built: they apply to the specialist's requests.
     agent(dir.path(), "routed", "model_provider: router\nopenrouter_provider_order: x\n");
-    agent(dir.path(), "writer", "model_provider: anthropic\n");
+    agent(dir.path(), "writer", "model_provider: codex\n");
     // OpenRouter options on a non-OpenRouter model do nothing, in MiniBot too.
     agent(dir.path(), "quiet", "openrouter_reasoning_enabled: true\n");
     let agents = minibot_config::load_agents(dir.path()).unwrap();
@@ -343,12 +303,9 @@ fn specialists_that_need_unbuilt_providers_are_refused_with_their_file() {
         .iter()
         .map(|f: &Unsupported| (f.file.rsplit('/').next().unwrap().to_string(), f.key.as_str()))
         .collect();
-    assert_eq!(
-        found,
-        [("routed.md".to_string(), "openrouter_provider_order"), ("writer.md".to_string(), "model_provider")]
-    );
-    assert!(err.to_string().contains("writer.md: model_provider: anthropic: the `claude` API format"), "{err}");
-    let fine: Vec<_> = agents.into_iter().filter(|a| a.name == "plain" || a.name == "quiet").collect();
+    assert_eq!(found, [("writer.md".to_string(), "model_provider")]);
+    assert!(err.to_string().contains("writer.md: model_provider: codex: the `chatgpt_codex` API format"), "{err}");
+    let fine: Vec<_> = agents.into_iter().filter(|a| a.name != "writer").collect();
     minibot_config::check_agents(&config, &fine).expect("built providers pass");
 }
 
@@ -380,6 +337,7 @@ fn providers_offered_to_tasks_are_only_those_this_build_can_call() {
     let config = Config::from_toml(
         "[llm]\napi_key = \"k\"\n[providers.local]\napi_format = \"openai\"\nbase_url = \"http://127.0.0.1:1/v1\"\n\
          [providers.anthropic]\napi_format = \"claude\"\napi_key = \"k\"\n\
+         [providers.codex]\napi_format = \"chatgpt_codex\"\napi_key = \"k\"\n\
          [providers.nokey]\napi_format = \"openai\"\nbase_url = \"https://remote.example/v1\"\n",
         "config.toml",
         "/srv",
@@ -388,11 +346,11 @@ fn providers_offered_to_tasks_are_only_those_this_build_can_call() {
     .unwrap();
     let names: Vec<String> = config.available_providers().into_iter().map(|p| p.name).collect();
     if std::env::var("OPENAI_API_KEY").is_err() {
-        assert_eq!(names, ["openai", "local"]);
+        assert_eq!(names, ["openai", "anthropic", "local"]);
     }
-    assert!(!names.contains(&"anthropic".to_string()));
-    let why = config.provider_for_task("anthropic").expect_err("not callable").to_string();
-    assert!(why.contains("`claude` API format") && why.contains("cannot call"), "{why}");
-    assert!(config.llm_for(Some("anthropic"), None, None).is_err());
+    assert!(!names.contains(&"codex".to_string()));
+    let why = config.provider_for_task("codex").expect_err("not callable").to_string();
+    assert!(why.contains("`chatgpt_codex` API format") && why.contains("cannot call"), "{why}");
+    assert!(config.llm_for(Some("codex"), None, None).is_err());
     assert!(config.provider_for_task("nowhere").is_err());
 }

@@ -43,12 +43,22 @@ fn retry_hint(after: Option<Duration>) -> String {
 /// The key that limits how long connecting may take; the other limit is `request_timeout_seconds`.
 pub(crate) const CONNECT_SETTING: &str = "sock_connect_timeout_seconds";
 
+/// The key that limits the pause between two reads of an answer.
+pub(crate) const READ_SETTING: &str = "sock_read_timeout_seconds";
+
 fn timeout_text(url: &str, after: Option<Duration>, setting: &str) -> String {
     match after {
         Some(after) if setting == CONNECT_SETTING => {
             format!("could not connect to {url} within {} s ([llm] {setting})", seconds(after))
         }
+        Some(after) if setting == READ_SETTING => {
+            format!("{url} sent nothing for {} s ([llm] {setting})", seconds(after))
+        }
         Some(after) => format!("{url} did not answer within {} s ([llm] {setting})", seconds(after)),
+        // A stream that ran out of time mid-answer: either limit may have run out.
+        None if setting == READ_SETTING => format!(
+            "{url} stopped sending before the answer was complete ([llm] {setting} or request_timeout_seconds ran out)"
+        ),
         None => format!("{url} gave up on the request (HTTP 408)"),
     }
 }
@@ -71,6 +81,34 @@ fn bad_request_text(url: &str, status: u16, body: &str) -> String {
 }
 
 impl LlmError {
+    /// The error with every secret of `redactor` masked in its text: provider words reach errors on paths that
+    /// do not quote them (a refusal's reason, a parse error that cites the body), and errors reach logs and,
+    /// at DEBUG, the chat.
+    pub fn redacted(self, redactor: &minibot_vault::Redactor) -> Self {
+        if redactor.is_empty() {
+            return self;
+        }
+        let r = |text: String| redactor.redact(&text).into_owned();
+        match self {
+            Self::Connect { url, detail } => Self::Connect { url: r(url), detail: r(detail) },
+            Self::Timeout { url, after, setting } => Self::Timeout { url: r(url), after, setting },
+            Self::RateLimited { retry_after, body } => Self::RateLimited { retry_after, body: r(body) },
+            Self::Server { url, status, body } => Self::Server { url: r(url), status, body: r(body) },
+            Self::Unauthorized { url, status, body, key_source } => {
+                Self::Unauthorized { url: r(url), status, body: r(body), key_source }
+            }
+            Self::Quota { status, body } => Self::Quota { status, body: r(body) },
+            Self::ModelNotFound { url, model, status, body } => {
+                Self::ModelNotFound { url: r(url), model, status, body: r(body) }
+            }
+            Self::ContextLength(body) => Self::ContextLength(r(body)),
+            Self::BadRequest { url, status, body } => Self::BadRequest { url: r(url), status, body: r(body) },
+            Self::InvalidResponse(body) => Self::InvalidResponse(r(body)),
+            Self::EmptyResponse => Self::EmptyResponse,
+            Self::Unsupported(what) => Self::Unsupported(what),
+        }
+    }
+
     /// Whether trying the same request again can help. Every variant is listed so a new one needs a decision.
     pub fn is_retryable(&self) -> bool {
         match self {

@@ -27,6 +27,10 @@ pub enum Message {
     Assistant {
         content: Option<String>,
         tool_calls: Vec<ToolCall>,
+        /// The model's reasoning text, when its API returns it (OpenRouter replays it in follow-ups).
+        reasoning: Option<String>,
+        /// What the provider needs back verbatim on the next request of this run ([`Replay`]).
+        replay: Option<Replay>,
     },
     Tool {
         call_id: String,
@@ -37,7 +41,12 @@ pub enum Message {
 
 impl Message {
     pub fn assistant_text(text: impl Into<String>) -> Self {
-        Self::Assistant { content: Some(text.into()), tool_calls: Vec::new() }
+        Self::Assistant { content: Some(text.into()), tool_calls: Vec::new(), reasoning: None, replay: None }
+    }
+
+    /// An assistant message asking for tool calls.
+    pub fn assistant_calls(content: Option<String>, tool_calls: Vec<ToolCall>) -> Self {
+        Self::Assistant { content, tool_calls, reasoning: None, replay: None }
     }
 }
 
@@ -57,6 +66,22 @@ impl ContentPart {
     }
 }
 
+/// Provider-native parts of an answer that must go back unchanged with the next request of the same run:
+/// Anthropic's signed thinking blocks, Gemini's thought signatures, Responses reasoning items. Another API
+/// ignores them (`api` names the one that wrote them), so a run that changes provider still works.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Replay {
+    pub api: String,
+    pub items: serde_json::Value,
+}
+
+impl Replay {
+    /// The items when they were written by `api`.
+    pub fn items_for<'r>(replay: Option<&'r Self>, api: &str) -> Option<&'r serde_json::Value> {
+        replay.filter(|r| r.api == api).map(|r| &r.items)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ChatRequest {
     pub model: String,
@@ -65,6 +90,13 @@ pub struct ChatRequest {
     pub temperature: Option<f64>,
     pub max_tokens: Option<u32>,
     pub reasoning_effort: Option<String>,
+    /// Groups requests that share a prompt prefix, for providers that cache by key (Responses'
+    /// `prompt_cache_key`): `"{channel}:{chat}"`, `"{channel}:{chat}:task:{id}"` for a worker.
+    pub cache_key: Option<String>,
+    /// Set when the caller wants the provider to keep the conversation on its side between requests
+    /// (Responses' `previous_response_id`): requests with the same key continue one chain. `None`: every request
+    /// carries the whole conversation.
+    pub chain_key: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -90,4 +122,18 @@ pub struct ChatResponse {
     pub tool_calls: Vec<ToolCall>,
     pub usage: Usage,
     pub finish_reason: Option<String>,
+    /// What goes back with the next request of this run ([`Replay`]).
+    pub replay: Option<Replay>,
+}
+
+impl ChatResponse {
+    /// The answer as the assistant message the next request of the run carries.
+    pub fn to_message(&self) -> Message {
+        Message::Assistant {
+            content: self.content.clone(),
+            tool_calls: self.tool_calls.clone(),
+            reasoning: self.reasoning.clone(),
+            replay: self.replay.clone(),
+        }
+    }
 }

@@ -1,5 +1,5 @@
-//! SQLite persistence with sqlx migrations: conversation transcripts (user and assistant text per session, with
-//! `max_history_messages` trimming) and pending turns (written before a turn runs, replayed after a crash).
+//! SQLite persistence with sqlx migrations: conversation transcripts (user and assistant messages, tool calls and
+//! tool results per session, with `max_history_messages` trimming) and pending turns (written before a turn runs, replayed after a crash).
 //!
 //! Task records ([`TaskStore`]) live in the tasks database next to the SQLite queue.
 //!
@@ -8,14 +8,17 @@
 
 mod channel_updates;
 mod pending;
+pub mod replay;
+mod summaries;
 pub mod tasks;
 mod transcripts;
 
 pub use channel_updates::PendingWrite;
 pub use minibot_protocol::{Delivery, TaskStatus, TaskUsage};
 pub use pending::PendingTurn;
+pub use summaries::Summary;
 pub use tasks::{Applied, Attempt, Ending, Lookup, NewTask, TaskRecord, TaskStore};
-pub use transcripts::{Role, StoredMessage};
+pub use transcripts::{HistoryCounts, Role, StoredMessage, StoredToolCall, TurnMessage};
 
 use minibot_vault::Redactor;
 use sqlx::sqlite::SqlitePool;

@@ -1,10 +1,21 @@
-use crate::{Result, Store, now};
-use sqlx::Row;
+//! The conversation transcript of each session: user messages, assistant answers, the assistant messages that
+//! asked for tool calls and the tool results, one row each, in the order the model saw them.
+//!
+//! A turn is written in one transaction at its end, so a crash mid-turn stores none of it. Trimming (the
+//! `chat_history_trim` tool and `[memory] max_history_messages`) only cuts in front of a user or assistant row:
+//! a tool result is never kept without the assistant message that asked for it.
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+use crate::{Result, Store, now};
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+use sqlx::sqlite::SqliteRow;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Role {
     User,
     Assistant,
+    /// The result of one tool call; the row names the call it answers.
+    Tool,
 }
 
 impl Role {
@@ -12,8 +23,26 @@ impl Role {
         match self {
             Self::User => "user",
             Self::Assistant => "assistant",
+            Self::Tool => "tool",
         }
     }
+
+    fn parse(text: &str) -> Option<Self> {
+        match text {
+            "user" => Some(Self::User),
+            "assistant" => Some(Self::Assistant),
+            "tool" => Some(Self::Tool),
+            _ => None,
+        }
+    }
+}
+
+/// One tool call an assistant message asked for, as stored (`arguments` is the raw JSON text the model wrote).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,32 +50,117 @@ pub struct StoredMessage {
     pub id: i64,
     pub role: Role,
     pub content: String,
+    /// Assistant rows: the tool calls the message asked for; empty for a plain answer.
+    pub tool_calls: Vec<StoredToolCall>,
+    /// Tool rows: the id and tool name of the call this result answers.
+    pub tool_call_id: Option<String>,
+    pub tool_name: Option<String>,
+    /// The id of the first row its turn stored; `None` for rows written before tool history existed.
+    pub turn_id: Option<i64>,
     pub created_at: String,
 }
 
+/// A message of a finished turn, to be stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnMessage {
+    pub role: Role,
+    pub content: String,
+    pub tool_calls: Vec<StoredToolCall>,
+    pub tool_call_id: Option<String>,
+    pub tool_name: Option<String>,
+}
+
+impl TurnMessage {
+    pub fn user(text: impl Into<String>) -> Self {
+        Self::text(Role::User, text.into())
+    }
+
+    pub fn assistant(text: impl Into<String>) -> Self {
+        Self::text(Role::Assistant, text.into())
+    }
+
+    /// An assistant message asking for tool calls; `content` is the text written with them (often empty).
+    pub fn assistant_calls(content: impl Into<String>, tool_calls: Vec<StoredToolCall>) -> Self {
+        Self { tool_calls, ..Self::text(Role::Assistant, content.into()) }
+    }
+
+    /// The result of the call `call_id` of tool `name`.
+    pub fn tool_result(call_id: impl Into<String>, name: impl Into<String>, content: impl Into<String>) -> Self {
+        Self {
+            tool_call_id: Some(call_id.into()),
+            tool_name: Some(name.into()),
+            ..Self::text(Role::Tool, content.into())
+        }
+    }
+
+    fn text(role: Role, content: String) -> Self {
+        Self { role, content, tool_calls: Vec::new(), tool_call_id: None, tool_name: None }
+    }
+}
+
+/// How many rows of each kind a session's history holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HistoryCounts {
+    pub user: u64,
+    /// Answers and the assistant messages that asked for tool calls.
+    pub assistant: u64,
+    /// Of `assistant`, those that asked for tool calls.
+    pub assistant_tool_calls: u64,
+    pub tool_results: u64,
+}
+
+impl HistoryCounts {
+    pub fn total(&self) -> u64 {
+        self.user + self.assistant + self.tool_results
+    }
+}
+
+/// The id of the first row kept when a session keeps its latest `?2` rows (`-1`: all): the first user or
+/// assistant row among them, so the kept rows never open with a tool result cut off from its call. Past the last
+/// row when none qualifies. (A macro, so the queries that use it stay literal strings.)
+macro_rules! first_kept_id {
+    () => {
+        "COALESCE(
+            (SELECT MIN(id) FROM (SELECT id, role FROM messages WHERE session_id = ?1 ORDER BY id DESC LIMIT ?2)
+             WHERE role != 'tool'),
+            (SELECT MAX(id) + 1 FROM messages WHERE session_id = ?1))"
+    };
+}
+
+macro_rules! columns {
+    () => {
+        "id, role, content, tool_calls_json, tool_call_id, tool_name, turn_id, created_at"
+    };
+}
+
 impl Store {
-    /// The session's messages, oldest first (the latest `max_history_messages` when that is set).
+    /// The session's messages, oldest first, full text: the latest `max_history_messages` when that is set,
+    /// less any tool results at the front whose call fell outside that window.
     pub async fn history(&self, session_id: &str) -> Result<Vec<StoredMessage>> {
         let limit = self.max_history_messages.map_or(-1, i64::from);
-        let rows = sqlx::query(
-            "SELECT id, role, content, created_at FROM (
-                 SELECT id, role, content, created_at FROM messages WHERE session_id = ?1
-                 ORDER BY id DESC LIMIT ?2
-             ) ORDER BY id ASC",
-        )
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            columns!(),
+            " FROM messages WHERE session_id = ?1 AND id >= ",
+            first_kept_id!(),
+            " ORDER BY id ASC"
+        ))
         .bind(session_id)
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows
-            .iter()
-            .map(|row| StoredMessage {
-                id: row.get("id"),
-                role: if row.get::<String, _>("role") == "assistant" { Role::Assistant } else { Role::User },
-                content: row.get("content"),
-                created_at: row.get("created_at"),
-            })
-            .collect())
+        Ok(rows.iter().filter_map(stored_message).collect())
+    }
+
+    /// One message of the session by id (the full text of a tool result the replayed history shortened).
+    /// `None` when the session has no such message: another chat's messages are not readable from this one.
+    pub async fn message(&self, session_id: &str, id: i64) -> Result<Option<StoredMessage>> {
+        let row = sqlx::query(concat!("SELECT ", columns!(), " FROM messages WHERE session_id = ?1 AND id = ?2"))
+            .bind(session_id)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.as_ref().and_then(stored_message))
     }
 
     /// Appends the messages of one turn and removes its pending rows, in one transaction; then trims the
@@ -69,16 +183,47 @@ impl Store {
         pending_event_ids: &[&str],
         answer_json: Option<&str>,
     ) -> Result<()> {
+        let messages: Vec<TurnMessage> =
+            messages.iter().map(|(role, content)| TurnMessage::text(*role, (*content).to_string())).collect();
+        self.store_turn(session_id, &messages, pending_event_ids, answer_json).await
+    }
+
+    /// As [`Store::finish_turn_answered`] for a turn with tool calls: the assistant messages that asked for
+    /// calls and their results are stored in order with the user messages and the answer, all in one
+    /// transaction. A call without its result (the run stopped between them) is not stored, nor a result
+    /// without its call ([`crate::replay::answered_calls_only`]).
+    pub async fn store_turn(
+        &self,
+        session_id: &str,
+        messages: &[TurnMessage],
+        pending_event_ids: &[&str],
+        answer_json: Option<&str>,
+    ) -> Result<()> {
+        let messages = crate::replay::answered_calls_only(messages.to_vec());
         let mut tx = self.pool.begin().await?;
         let created_at = now();
-        for (role, content) in messages {
-            sqlx::query("INSERT INTO messages (session_id, role, content, created_at) VALUES (?1, ?2, ?3, ?4)")
-                .bind(session_id)
-                .bind(role.as_str())
-                .bind(self.redactor.redact(content))
-                .bind(&created_at)
-                .execute(&mut *tx)
-                .await?;
+        let mut turn_id: Option<i64> = None;
+        for message in &messages {
+            let calls = (!message.tool_calls.is_empty()).then(|| self.calls_json(&message.tool_calls));
+            let id: i64 = sqlx::query_scalar(
+                "INSERT INTO messages
+                     (session_id, role, content, tool_calls_json, tool_call_id, tool_name, turn_id, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING id",
+            )
+            .bind(session_id)
+            .bind(message.role.as_str())
+            .bind(self.redactor.redact(&message.content))
+            .bind(calls)
+            .bind(&message.tool_call_id)
+            .bind(&message.tool_name)
+            .bind(turn_id)
+            .bind(&created_at)
+            .fetch_one(&mut *tx)
+            .await?;
+            if turn_id.is_none() {
+                sqlx::query("UPDATE messages SET turn_id = ?1 WHERE id = ?1").bind(id).execute(&mut *tx).await?;
+                turn_id = Some(id);
+            }
         }
         for (i, event_id) in pending_event_ids.iter().enumerate() {
             match answer_json.filter(|_| i == 0) {
@@ -104,37 +249,111 @@ impl Store {
         Ok(())
     }
 
+    /// The calls as stored, with known secrets masked in their arguments.
+    fn calls_json(&self, calls: &[StoredToolCall]) -> String {
+        let masked: Vec<StoredToolCall> = calls
+            .iter()
+            .map(|call| StoredToolCall {
+                arguments: self.redactor.redact_json_text(&call.arguments).into_owned(),
+                ..call.clone()
+            })
+            .collect();
+        serde_json::to_string(&masked).unwrap_or_else(|_| "[]".into())
+    }
+
     /// Starts the session afresh and keeps its conversation: its messages move to the session
     /// `{session_id}@{now}`. Returns that id and how many messages moved (none: the session was empty).
     pub async fn archive_session(&self, session_id: &str) -> Result<(String, u64)> {
         let archive = format!("{session_id}@{}", now());
+        let mut tx = self.pool.begin().await?;
         let moved = sqlx::query("UPDATE messages SET session_id = ?2 WHERE session_id = ?1")
             .bind(session_id)
             .bind(&archive)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await?;
+        sqlx::query("UPDATE summaries SET session_id = ?2 WHERE session_id = ?1")
+            .bind(session_id)
+            .bind(&archive)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
         Ok((archive, moved.rows_affected()))
     }
 
+    /// Every stored row of the session: user messages, assistant messages (answers and tool-call requests) and
+    /// tool results. This is what `max_history_messages` and [`Store::trim`] count.
     pub async fn count(&self, session_id: &str) -> Result<u64> {
-        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE session_id = ?1")
-            .bind(session_id)
-            .fetch_one(&self.pool)
-            .await?;
-        Ok(u64::try_from(count).unwrap_or(0))
+        Ok(self.counts(session_id).await?.total())
     }
 
-    /// Keeps the latest `keep_latest` messages of the session; returns how many were removed.
-    pub async fn trim(&self, session_id: &str, keep_latest: u64) -> Result<u64> {
-        let keep = i64::try_from(keep_latest).unwrap_or(i64::MAX);
-        let result = sqlx::query(
-            "DELETE FROM messages WHERE session_id = ?1 AND id NOT IN (
-                 SELECT id FROM messages WHERE session_id = ?1 ORDER BY id DESC LIMIT ?2)",
+    /// The session's rows by kind.
+    pub async fn counts(&self, session_id: &str) -> Result<HistoryCounts> {
+        let row = sqlx::query(
+            "SELECT COALESCE(SUM(role = 'user'), 0) AS user,
+                    COALESCE(SUM(role = 'assistant'), 0) AS assistant,
+                    COALESCE(SUM(role = 'assistant' AND tool_calls_json IS NOT NULL), 0) AS calls,
+                    COALESCE(SUM(role = 'tool'), 0) AS tool
+             FROM messages WHERE session_id = ?1",
         )
         .bind(session_id)
-        .bind(keep)
-        .execute(&self.pool)
+        .fetch_one(&self.pool)
         .await?;
+        let get = |name: &str| u64::try_from(row.get::<i64, _>(name)).unwrap_or(0);
+        Ok(HistoryCounts {
+            user: get("user"),
+            assistant: get("assistant"),
+            assistant_tool_calls: get("calls"),
+            tool_results: get("tool"),
+        })
+    }
+
+    /// Keeps at most the latest `keep_latest` messages of the session; returns how many were removed. The cut
+    /// never falls between an assistant message and the results of its tool calls: when it would, those
+    /// results go too, so fewer than `keep_latest` may remain.
+    pub async fn trim(&self, session_id: &str, keep_latest: u64) -> Result<u64> {
+        let keep = i64::try_from(keep_latest).unwrap_or(i64::MAX);
+        let summary = self.latest_summary(session_id).await?;
+        let after_summary = |through: i64| {
+            sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM messages WHERE session_id = ?1 AND id > ?2")
+                .bind(session_id)
+                .bind(through)
+                .fetch_one(&self.pool)
+        };
+        let before = match &summary {
+            Some(summary) => after_summary(summary.through_id).await?,
+            None => 0,
+        };
+        let result = sqlx::query(concat!("DELETE FROM messages WHERE session_id = ?1 AND id < ", first_kept_id!()))
+            .bind(session_id)
+            .bind(keep)
+            .execute(&self.pool)
+            .await?;
+        // A summary stands in for the messages before those that follow it: a trim that removed some of those
+        // asked for fewer messages than follow the summary, so the summary goes too.
+        if let Some(summary) = summary
+            && (keep_latest == 0 || after_summary(summary.through_id).await? < before)
+        {
+            self.drop_summaries(session_id).await?;
+        }
         Ok(result.rows_affected())
     }
+}
+
+/// The row as a message; `None` for a role this version does not know (it cannot be replayed).
+fn stored_message(row: &SqliteRow) -> Option<StoredMessage> {
+    let role = Role::parse(&row.get::<String, _>("role"))?;
+    let tool_calls = row
+        .get::<Option<String>, _>("tool_calls_json")
+        .and_then(|json| serde_json::from_str::<Vec<StoredToolCall>>(&json).ok())
+        .unwrap_or_default();
+    Some(StoredMessage {
+        id: row.get("id"),
+        role,
+        content: row.get("content"),
+        tool_calls,
+        tool_call_id: row.get("tool_call_id"),
+        tool_name: row.get("tool_name"),
+        turn_id: row.get("turn_id"),
+        created_at: row.get("created_at"),
+    })
 }

@@ -3,6 +3,9 @@
 
 use minibot_store::{PendingWrite, Role, Store};
 
+#[path = "suite/tool_history.rs"]
+mod tool_history;
+
 async fn open(dir: &tempfile::TempDir, max: Option<u32>) -> Store {
     Store::open(&dir.path().join("data/minibot.db"), max).await.expect("open")
 }

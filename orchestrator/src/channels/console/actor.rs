@@ -4,9 +4,10 @@
 use super::approvals::{self, Answer, ConsoleApprovals, Notice};
 use super::awaiting::Awaiting;
 use super::screen::{Screen, TerminalSafeScreen, TurnStatus};
+use crate::channels::shown::CUT_MARK;
 use crate::messages::{
     ApprovalDecision, AskApproval, ChannelCapabilities, ChannelHandle, Intake, Outbound, OutboundFile, OutboundRole,
-    Progress, RegisterChannel,
+    Progress, RegisterChannel, STOPPED_REPLY,
 };
 use crate::tasks::TaskHub;
 use actix::prelude::*;
@@ -67,6 +68,8 @@ pub struct Console {
     tasks: Option<Arc<TaskHub>>,
     /// `task 3f2a9c1e (researcher)` by task id.
     labels: HashMap<String, String>,
+    /// The text of the running turn's current step as the screen streamed it; `None` when nothing streams.
+    streamed: Option<String>,
 }
 
 impl Console {
@@ -81,6 +84,7 @@ impl Console {
             status: None,
             tasks: None,
             labels: HashMap::new(),
+            streamed: None,
         }
     }
 
@@ -144,18 +148,41 @@ impl Console {
         (!self.labels.contains_key(id)).then(|| id.clone())
     }
 
+    /// The text streamed so far is complete: it stays on screen, and what comes next goes below it.
+    fn end_stream(&mut self) {
+        if self.streamed.take().is_some() {
+            self.screen.partial_end();
+        }
+    }
+
+    /// The turn's answer came: the streamed text ends, marked as cut when the turn was stopped. Answers whether
+    /// the answer is that text, already on the screen.
+    fn finish_stream(&mut self, out: &Outbound) -> bool {
+        let Some(streamed) = self.streamed.as_deref() else { return false };
+        let whole = out.text.trim() == streamed.trim();
+        if !whole && out.text == STOPPED_REPLY && !streamed.trim().is_empty() {
+            self.screen.partial(CUT_MARK);
+        }
+        self.end_stream();
+        whole
+    }
+
     fn deliver(&mut self, out: Outbound) {
         if out.role == OutboundRole::Progress {
             self.screen.notice(&out.text);
             return;
         }
+        let mut streamed_whole = false;
         if out.role == OutboundRole::Answer && !out.answers.is_empty() {
             // The turn is over: its answer replaces the status line.
             self.status = None;
             self.show_status();
+            streamed_whole = self.finish_stream(&out);
         }
         let Some(once) = self.once.as_mut() else {
-            self.show(&out);
+            if !streamed_whole {
+                self.show(&out);
+            }
             return;
         };
         let answers_once = out.answers.contains(&once.event_id);
@@ -170,7 +197,9 @@ impl Console {
             }
             return;
         }
-        self.show(&out);
+        if !streamed_whole {
+            self.show(&out);
+        }
         let Some(once) = self.once.as_mut() else { return };
         if answers_once {
             once.answered = true;
@@ -271,10 +300,24 @@ impl Handler<Progress> for Console {
             }
             AgentEvent::ToolStarted { name, .. } => status.tool = Some(name.clone()),
             AgentEvent::ToolFinished { .. } => status.tool = None,
-            AgentEvent::SendFile(_) => {}
+            _ => {}
         }
-        if let AgentEvent::ToolStarted { name, .. } = &progress.event {
-            self.screen.notice(&format!("  · running {name}"));
+        match &progress.event {
+            AgentEvent::AnswerText { text, .. } => {
+                if self.screen.streams() {
+                    self.screen.partial(text);
+                    self.streamed.get_or_insert_with(String::new).push_str(text);
+                }
+                // The piece was drawn with the status line under it.
+                return;
+            }
+            // The text before a tool call (or before the next step) is complete, not the answer: it stays.
+            AgentEvent::StepStarted { .. } => self.end_stream(),
+            AgentEvent::ToolStarted { name, .. } => {
+                self.end_stream();
+                self.screen.notice(&format!("  · running {name}"));
+            }
+            _ => {}
         }
         self.show_status();
     }

@@ -9,7 +9,7 @@ use super::screen::{EditorScreen, Screen};
 use crate::messages::StopTurn;
 use actix::Recipient;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
@@ -36,11 +36,16 @@ pub fn spawn_editor(interrupts: Interrupts) -> Option<(Box<dyn Screen>, Unbounde
     let mut editor = rustyline::DefaultEditor::new().ok()?;
     let printer = editor.create_external_printer().ok()?;
     let displaced = Arc::new(AtomicBool::new(false));
-    let screen = EditorScreen::new(Box::new(printer), displaced.clone());
+    let columns = Arc::new(AtomicUsize::new(80));
+    let screen = EditorScreen::new(Box::new(printer), displaced.clone(), columns.clone());
     let (events, receiver) = unbounded_channel();
     std::thread::spawn(move || {
         let mut last_interrupt: Option<Instant> = None;
         loop {
+            // Measured between lines: streamed text is wrapped to it while the editor reads.
+            if let Some((width, _)) = editor.dimensions() {
+                columns.store(usize::from(width), Ordering::Relaxed);
+            }
             let read = editor.readline("you> ");
             // The prompt moved below the line just finished, so the status line is no longer right above it.
             displaced.store(true, Ordering::SeqCst);

@@ -1,12 +1,15 @@
 //! Where the console's text goes: above the line editor's prompt ([`EditorScreen`]), or plain stdout and stderr
 //! ([`PlainScreen`]). Both show a status line while a turn runs, but only on a terminal: a pipe gets answers
 //! and notices alone.
+//!
+//! A terminal also shows the answer as the model writes it ([`Screen::partial`]); a pipe does not, so a reader
+//! of piped stdout gets each answer whole, once, on its own line.
 
 use crate::terminal_text::for_terminal;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// What the running turn is doing, for the status line.
@@ -56,9 +59,16 @@ pub trait Screen: Send {
     /// What the running turn is doing (`None`: no turn runs). Called again every few hundred milliseconds while
     /// a turn runs, so a screen can animate it. Screens that cannot show it ignore it.
     fn status(&mut self, _status: Option<&TurnStatus>) {}
-    /// The seam for streamed answers, which come later: the text of an answer as the model writes it, shown in
-    /// place of the status line until [`Screen::answer`] brings the whole answer. Nothing calls it yet.
-    fn partial(&mut self, _text: &str) {}
+    /// Whether [`Screen::partial`] shows anything. When it does, an answer that was streamed whole is not
+    /// printed again by [`Screen::answer`].
+    fn streams(&self) -> bool {
+        false
+    }
+    /// The next piece of the text the model is writing, shown right after the pieces before it (above the
+    /// status line).
+    fn partial(&mut self, _piece: &str) {}
+    /// The streamed text is complete (or cut): it stays where it is, and what is printed next goes below it.
+    fn partial_end(&mut self) {}
 }
 
 /// What every [`Screen`] of the console is wrapped in: the text is the model's or a tool's (answers, task
@@ -81,8 +91,14 @@ impl Screen for TerminalSafeScreen {
             status.map(|s| TurnStatus { tool: s.tool.as_deref().map(|t| for_terminal(t).into_owned()), ..s.clone() });
         self.0.status(safe.as_ref());
     }
-    fn partial(&mut self, text: &str) {
-        self.0.partial(&for_terminal(text));
+    fn streams(&self) -> bool {
+        self.0.streams()
+    }
+    fn partial(&mut self, piece: &str) {
+        self.0.partial(&for_terminal(piece));
+    }
+    fn partial_end(&mut self) {
+        self.0.partial_end();
     }
 }
 
@@ -94,12 +110,14 @@ pub struct PlainScreen {
     /// draw over what they type.
     animate: bool,
     spinner: Option<ProgressBar>,
+    /// Streamed text is on stdout without its line end yet; the spinner stays away until it ends.
+    open_line: bool,
 }
 
 impl PlainScreen {
     pub fn new() -> Self {
         let stdout_is_terminal = std::io::stdout().is_terminal();
-        Self { stdout_is_terminal, animate: stdout_is_terminal, spinner: None }
+        Self { stdout_is_terminal, animate: stdout_is_terminal, spinner: None, open_line: false }
     }
 
     /// No status line (`--plain` typed on a terminal).
@@ -108,7 +126,8 @@ impl PlainScreen {
     }
 
     /// Writes with the spinner out of the way, so it never splits a line.
-    fn print(&self, to_stdout: bool, text: &str) {
+    fn print(&mut self, to_stdout: bool, text: &str) {
+        self.partial_end();
         let write = || {
             if to_stdout {
                 let mut out = std::io::stdout().lock();
@@ -141,8 +160,31 @@ impl Screen for PlainScreen {
     fn info(&mut self, text: &str) {
         self.print(self.stdout_is_terminal, text);
     }
+    fn streams(&self) -> bool {
+        self.stdout_is_terminal
+    }
+    fn partial(&mut self, piece: &str) {
+        if !self.stdout_is_terminal {
+            return;
+        }
+        // The spinner draws on the same terminal: it would overwrite the line being written.
+        if let Some(spinner) = self.spinner.take() {
+            spinner.finish_and_clear();
+        }
+        let mut out = std::io::stdout().lock();
+        let _ = write!(out, "{piece}");
+        let _ = out.flush();
+        self.open_line = true;
+    }
+    fn partial_end(&mut self) {
+        if std::mem::take(&mut self.open_line) {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out);
+            let _ = out.flush();
+        }
+    }
     fn status(&mut self, status: Option<&TurnStatus>) {
-        let Some(status) = status.filter(|_| self.animate) else {
+        let Some(status) = status.filter(|_| self.animate && !self.open_line) else {
             if let Some(spinner) = self.spinner.take() {
                 spinner.finish_and_clear();
             }
@@ -163,43 +205,93 @@ const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '�
 /// Text printed above the line editor's prompt (rustyline's external printer), so what the user is typing stays
 /// intact. The status line is the last line above the prompt and each update replaces it. `indicatif` cannot
 /// draw here: it would draw over the prompt the user types on.
+///
+/// Streamed text is wrapped here at word boundaries to the terminal's width: finished lines are printed for
+/// good, and the line being written is a live row above the status line, redrawn with each piece. The printer
+/// always ends a message with a line break, so a row that the terminal wrapped by itself could not be redrawn.
+/// Once the user pressed Enter, the rows above the prompt are the user's line: the unfinished line is drawn
+/// again under it and the old rows stay as they were.
 pub struct EditorScreen {
     printer: Box<dyn rustyline::ExternalPrinter + Send>,
-    /// Set by the input side when the user pressed Enter: the prompt moved down, so the line above it is the
-    /// user's own line now, not the status line.
+    /// Set by the input side when the user pressed Enter: the prompt moved down, so the lines above it are the
+    /// user's own line now, not the live rows.
     displaced: Arc<AtomicBool>,
-    /// The status line is on the screen (possibly stale) right above the prompt.
-    shown: bool,
+    /// The terminal's width in columns, as the line editor last measured it.
+    columns: Arc<AtomicUsize>,
+    /// Rows right above the prompt that the next print replaces: the live row of streamed text and the status
+    /// line (possibly stale).
+    rows: usize,
     /// The status line to keep under whatever is printed.
     current: Option<String>,
+    /// The unfinished line of streamed text; `None` when nothing streams.
+    live: Option<String>,
 }
 
 impl EditorScreen {
-    pub fn new(printer: Box<dyn rustyline::ExternalPrinter + Send>, displaced: Arc<AtomicBool>) -> Self {
-        Self { printer, displaced, shown: false, current: None }
+    pub fn new(
+        printer: Box<dyn rustyline::ExternalPrinter + Send>,
+        displaced: Arc<AtomicBool>,
+        columns: Arc<AtomicUsize>,
+    ) -> Self {
+        Self { printer, displaced, columns, rows: 0, current: None, live: None }
     }
 
-    /// Prints `text` (if any) in place of the status line, then the status line again while a turn runs. The
-    /// printer ends every message with a newline and redraws the prompt below it.
+    /// Prints `text` (if any) in place of the live rows, then the live row of streamed text and the status line.
+    /// The printer ends every message with a newline and redraws the prompt below it.
     fn emit(&mut self, text: Option<&str>) {
         let mut message = String::new();
         let displaced = self.displaced.swap(false, Ordering::SeqCst);
-        if self.shown && !displaced {
-            // Up to the status line and clear it: the printer left the cursor at the start of the prompt's row.
-            message.push_str("\x1b[1A\r\x1b[2K");
+        if !displaced {
+            // Up to each live row and clear it: the printer left the cursor at the start of the prompt's row.
+            message.push_str(&"\x1b[1A\r\x1b[2K".repeat(self.rows));
         }
-        if let Some(text) = text {
-            message.push_str(text);
-        }
-        if let Some(line) = &self.current {
-            if text.is_some() {
-                message.push('\n');
-            }
-            message.push_str(line);
-        }
-        self.shown = self.current.is_some();
+        let live = self.live.as_deref().filter(|line| !line.is_empty());
+        let shown: Vec<&str> = [text, live, self.current.as_deref()].into_iter().flatten().collect();
+        message.push_str(&shown.join("\n"));
+        self.rows = usize::from(live.is_some()) + usize::from(self.current.is_some());
         let _ = self.printer.print(message);
     }
+
+    /// Lines of streamed text that are finished, wrapped at the terminal's width; the rest stays live.
+    fn finished_lines(&mut self) -> Vec<String> {
+        let width = self.columns.load(Ordering::Relaxed).max(20) - 1;
+        let Some(live) = self.live.as_mut() else { return Vec::new() };
+        let mut lines = Vec::new();
+        loop {
+            if let Some(at) = live.find('\n') {
+                let rest = live.split_off(at + 1);
+                live.pop();
+                lines.push(std::mem::replace(live, rest));
+                continue;
+            }
+            match wrap_at(live, width) {
+                Some(at) => {
+                    let rest = live[at..].trim_start_matches(' ').to_string();
+                    live.truncate(at);
+                    lines.push(std::mem::replace(live, rest));
+                }
+                None => return lines,
+            }
+        }
+    }
+}
+
+/// Where a line wider than `width` columns breaks: after its last space that fits, else at the width. `None`
+/// when it fits. Characters from U+1100 on count as two columns (most of them are wide), so a row never wraps by
+/// itself.
+fn wrap_at(line: &str, width: usize) -> Option<usize> {
+    let mut used = 0;
+    let mut last_space = None;
+    for (at, c) in line.char_indices() {
+        used += if u32::from(c) >= 0x1100 { 2 } else { 1 };
+        if used > width {
+            return Some(last_space.filter(|space| *space > 0).unwrap_or(at));
+        }
+        if c == ' ' {
+            last_space = Some(at);
+        }
+    }
+    None
 }
 
 impl Screen for EditorScreen {
@@ -223,11 +315,44 @@ impl Screen for EditorScreen {
             None => self.current = None,
         }
     }
+    fn streams(&self) -> bool {
+        true
+    }
+    fn partial(&mut self, piece: &str) {
+        self.live.get_or_insert_with(String::new).push_str(piece);
+        let finished = self.finished_lines();
+        let text = finished.join("\n");
+        self.emit((!finished.is_empty()).then_some(text.as_str()));
+    }
+    fn partial_end(&mut self) {
+        // The live row is already on the screen: it stays there as it is instead of being printed again.
+        if self.live.take().is_some_and(|line| !line.is_empty()) {
+            self.rows = self.rows.saturating_sub(1);
+        }
+        if self.current.is_none() && self.rows > 0 {
+            // The turn is over and no answer is printed after the text: the stale status line goes now.
+            self.emit(None);
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::channels::console::screen::TurnStatus;
+    use crate::channels::console::screen::{TurnStatus, wrap_at};
+
+    #[test]
+    fn streamed_lines_wrap_after_the_last_word_that_fits() {
+        assert_eq!(wrap_at("short line", 20), None);
+        let line = "the quick brown fox jumps";
+        let at = wrap_at(line, 20).unwrap();
+        assert_eq!(&line[..at], "the quick brown fox");
+        // No space to wrap at: cut at the width.
+        assert_eq!(wrap_at(&"x".repeat(25), 20), Some(20));
+        // Wide characters take two columns each.
+        let wide = "日本語のテキストがここに続きます";
+        let at = wrap_at(wide, 20).unwrap();
+        assert_eq!(wide[..at].chars().count(), 10);
+    }
 
     #[test]
     fn the_status_says_what_the_turn_does() {

@@ -2,19 +2,25 @@
 //! starts it). Each chat has
 //! its own ordered send queue (a task that ends when the chat is idle), so chats never wait for each other and a
 //! chat's messages arrive in order. The typing indicator runs while a turn works; a background task's progress
-//! is one message, edited at most every few seconds, and its result replies to it.
+//! is one message, edited at most every few seconds, and its result replies to it. A turn's answer shows as a
+//! live draft while the model writes it ([`super::draft`]), and the answer replaces the draft.
 
 use super::access;
 use super::api::BotApi;
 use super::approvals::{self, Question, Questions};
+use super::draft::{self, DRAFT_EVERY, DraftMessage, DraftUpdate, LiveDraft};
 use super::outbound::{Markup, Sender};
 use crate::channels::approval_wait;
-use crate::messages::{ApprovalDecision, AskApproval, Delivered, Outbound, OutboundFile, OutboundRole, Progress};
+use crate::channels::shown::CUT_MARK;
+use crate::messages::{
+    ApprovalDecision, AskApproval, Delivered, Outbound, OutboundFile, OutboundRole, Progress, STOPPED_REPLY,
+};
 use actix::dev::{MessageResponse, OneshotSender};
 use actix::prelude::*;
 use frankenstein::AsyncTelegramApi;
 use frankenstein::methods::{AnswerCallbackQueryParams, EditMessageReplyMarkupParams, SendChatActionParams};
 use frankenstein::types::ChatAction;
+use minibot_agent::AgentEvent;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -34,9 +40,11 @@ const MAX_PROGRESS_MESSAGES: usize = 2000;
 
 /// Something to send, in a chat's order.
 enum Job {
-    Answer(Outbound),
+    /// An answer, and the live draft its first message replaces.
+    Answer(Outbound, Option<DraftMessage>),
     Progress(Outbound),
     File(OutboundFile),
+    Draft(DraftUpdate),
 }
 
 /// Task id → (chat, message id) of its progress message.
@@ -97,6 +105,8 @@ pub struct Telegram {
     progress: ProgressMessages,
     throttle: HashMap<String, Throttle>,
     questions: Questions,
+    /// The live draft of each chat whose turn is streaming its text.
+    drafts: HashMap<i64, LiveDraft>,
 }
 
 impl Telegram {
@@ -110,6 +120,7 @@ impl Telegram {
             progress: ProgressMessages::default(),
             throttle: HashMap::new(),
             questions: Questions::default(),
+            drafts: HashMap::new(),
         }
     }
 
@@ -184,6 +195,48 @@ impl Telegram {
         }
     }
 
+    /// A piece of the text the model is writing. The first starts the draft's timer: nothing is shown before
+    /// its first tick, so an answer that comes sooner gets no draft.
+    fn draft_piece(&mut self, chat_id: i64, reply_to: Option<i64>, piece: &str, ctx: &mut Context<Self>) {
+        let live = self.drafts.entry(chat_id).or_insert_with(|| {
+            let ticker = ctx.run_interval(DRAFT_EVERY, move |act, _ctx| act.draft_tick(chat_id));
+            LiveDraft::new(reply_to, ticker)
+        });
+        live.text.push_str(piece);
+    }
+
+    fn draft_tick(&mut self, chat_id: i64) {
+        if let Some(update) = self.drafts.get(&chat_id).and_then(|live| live.due(chat_id)) {
+            self.enqueue(chat_id, Job::Draft(update));
+        }
+    }
+
+    /// The chat's streamed text ends: a draft that was shown gets the whole text and `suffix`. With
+    /// `even_unshown`, one not shown yet is sent too.
+    fn end_draft(&mut self, chat_id: i64, suffix: &str, even_unshown: bool, ctx: &mut Context<Self>) {
+        let Some(live) = self.drafts.remove(&chat_id) else { return };
+        ctx.cancel_future(live.ticker);
+        if let Some(update) = live.complete(chat_id, suffix, even_unshown) {
+            self.enqueue(chat_id, Job::Draft(update));
+        }
+    }
+
+    /// The turn's answer came: the draft it replaces, if one is shown. A stopped turn's draft keeps its text
+    /// and is marked as cut; a failed turn's keeps its text, and the error comes as a message of its own.
+    fn answer_draft(&mut self, message: &Outbound, ctx: &mut Context<Self>) -> Option<DraftMessage> {
+        let live = self.drafts.get(&message.chat_id)?;
+        let stopped = message.text == STOPPED_REPLY && message.text.trim() != live.text.trim();
+        if message.is_error || stopped {
+            // What the user saw stays; the history stores the same text with the mark.
+            let cut = stopped && !live.text.trim().is_empty();
+            self.end_draft(message.chat_id, if cut { CUT_MARK } else { "" }, cut, ctx);
+            return None;
+        }
+        let live = self.drafts.remove(&message.chat_id)?;
+        ctx.cancel_future(live.ticker);
+        live.message.started().then_some(live.message)
+    }
+
     fn release_progress(&mut self, task_id: &str) {
         if let Some(throttle) = self.throttle.get_mut(task_id)
             && let Some(message) = throttle.pending.take()
@@ -207,6 +260,7 @@ impl Supervised for Telegram {
     fn restarting(&mut self, _ctx: &mut Context<Self>) {
         tracing::warn!("the Telegram channel actor stopped; restarting it");
         self.typing.clear();
+        self.drafts.clear();
     }
 }
 
@@ -241,10 +295,10 @@ async fn chat_queue(mut jobs: mpsc::UnboundedReceiver<Job>, queue: ChatQueue, in
 async fn run_job(queue: &ChatQueue, job: Job) {
     let (sender, progress) = (&queue.sender, &queue.progress);
     match job {
-        Job::Answer(message) => {
+        Job::Answer(message, draft) => {
             let task_message = message.task_id.as_deref().and_then(|task| progress.get(task));
             let reply_to = message.reply_to.and_then(|id| i32::try_from(id).ok()).or(task_message);
-            sender.send(&message, reply_to).await;
+            sender.send_into(&message, reply_to, draft.and_then(|d| d.message_id())).await;
             // Sent, or refused for good (each part was tried until Telegram answered): not pending any more.
             if !message.answers.is_empty() {
                 queue.delivered.do_send(Delivered { event_ids: message.answers.clone() });
@@ -271,6 +325,7 @@ async fn run_job(queue: &ChatQueue, job: Job) {
                 tracing::warn!(task_id = %task, error = %error, "task progress not shown on Telegram");
             }
         }
+        Job::Draft(update) => draft::show(sender, update).await,
         Job::File(file) => {
             let reply_to = file.task_id.as_deref().and_then(|task| progress.get(task));
             if let Err(error) = sender.send_file(&file, reply_to).await {
@@ -294,10 +349,12 @@ impl Handler<Outbound> for Telegram {
             _ => {}
         }
         // The last part of a turn's answer names the messages it answers: the turn is over.
+        let mut draft = None;
         if message.role == OutboundRole::Answer && !message.answers.is_empty() {
             self.stop_typing(message.chat_id, ctx);
+            draft = self.answer_draft(&message, ctx);
         }
-        self.enqueue(message.chat_id, Job::Answer(message));
+        self.enqueue(message.chat_id, Job::Answer(message, draft));
     }
 }
 
@@ -314,6 +371,14 @@ impl Handler<Progress> for Telegram {
 
     fn handle(&mut self, progress: Progress, ctx: &mut Context<Self>) {
         self.start_typing(progress.chat_id, ctx);
+        match &progress.event {
+            AgentEvent::AnswerText { text, .. } => self.draft_piece(progress.chat_id, progress.reply_to, text, ctx),
+            // The text before a tool call (or the next step) is complete, and not the answer: its draft stays.
+            AgentEvent::StepStarted { .. } | AgentEvent::ToolStarted { .. } => {
+                self.end_draft(progress.chat_id, "", false, ctx);
+            }
+            _ => {}
+        }
     }
 }
 

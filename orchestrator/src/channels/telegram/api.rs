@@ -1,8 +1,10 @@
 //! The Bot API client: frankenstein's typed methods over our own reqwest client, so that every call shares one
-//! retry policy. `429 retry_after` is waited out, 5xx answers and network failures are retried with backoff,
-//! and the bot token never appears in an error or a log line.
+//! retry policy. `429 retry_after` is waited out, 5xx answers and network failures are retried with backoff
+//! (backon's, as everywhere in the workspace), and the bot token never appears in an error or a log line.
+//! Flood control: <https://core.telegram.org/bots/api#responseparameters> (`retry_after`).
 
 use async_trait::async_trait;
+use backon::{ExponentialBuilder, Retryable};
 use frankenstein::AsyncTelegramApi;
 use frankenstein::response::ErrorResponse;
 use serde::Serialize;
@@ -24,6 +26,17 @@ pub struct RetryPolicy {
 impl Default for RetryPolicy {
     fn default() -> Self {
         Self { attempts: 8, first_delay: Duration::from_millis(500), max_delay: Duration::from_secs(30) }
+    }
+}
+
+impl RetryPolicy {
+    /// The waits between the calls: `first_delay`, doubling up to `max_delay`, `attempts - 1` of them.
+    pub fn backoff(&self) -> ExponentialBuilder {
+        ExponentialBuilder::default()
+            .with_min_delay(self.first_delay)
+            .with_max_delay(self.max_delay)
+            .with_factor(2.0)
+            .with_max_times(self.attempts.saturating_sub(1) as usize)
     }
 }
 
@@ -60,20 +73,28 @@ impl ApiError {
     }
 
     /// Worth trying again: rate limited, a server error, or no answer at all.
-    fn retry_after(&self, attempt: u32, policy: &RetryPolicy) -> Option<Duration> {
-        let backoff = || {
-            let factor = 2u32.saturating_pow(attempt.min(16));
-            policy.first_delay.saturating_mul(factor).min(policy.max_delay)
-        };
+    pub fn is_retryable(&self) -> bool {
         match self {
-            Self::Api { code: 429, retry_after, .. } => {
-                Some(retry_after.map_or_else(backoff, |s| Duration::from_secs(s.max(1))))
-            }
-            Self::Api { code, .. } if *code >= 500 => Some(backoff()),
-            Self::Network { .. } => Some(backoff()),
+            Self::Api { code, .. } => *code == 429 || *code >= 500,
+            Self::Network { .. } => true,
+            Self::Decode { .. } | Self::File { .. } | Self::TooLarge { .. } => false,
+        }
+    }
+
+    /// The wait Telegram's flood control asked for (`429` with `retry_after`, at least a second).
+    pub fn asked_wait(&self) -> Option<Duration> {
+        match self {
+            Self::Api { code: 429, retry_after: Some(seconds), .. } => Some(Duration::from_secs((*seconds).max(1))),
             _ => None,
         }
     }
+}
+
+/// The wait before the next call: Telegram's `retry_after` when it gave one (calling earlier is refused again),
+/// else the backoff's. No backoff left means no next call.
+fn wait_before_retry(error: &ApiError, backoff: Option<Duration>) -> Option<Duration> {
+    let backoff = backoff?;
+    Some(error.asked_wait().unwrap_or(backoff))
 }
 
 /// One bot's API: `{api_base_url}/bot{token}/METHOD` and `{api_base_url}/file/bot{token}/PATH`.
@@ -123,33 +144,27 @@ impl BotApi {
     /// Polls are retried by the poller itself, which also decides how long to wait. A message for a user is
     /// tried until Telegram takes it (an outage of minutes must not lose an answer); anything else gives up
     /// after the policy's attempts.
-    fn policy_for(&self, method: &str) -> RetryPolicy {
+    fn backoff_for(&self, method: &str) -> ExponentialBuilder {
         match method {
-            "getUpdates" => RetryPolicy { attempts: 1, ..self.retry },
-            "sendMessage" | "sendDocument" | "sendPhoto" => RetryPolicy { attempts: u32::MAX, ..self.retry },
-            _ => self.retry,
+            "getUpdates" => self.retry.backoff().with_max_times(0),
+            "sendMessage" | "sendDocument" | "sendPhoto" => self.retry.backoff().without_max_times(),
+            _ => self.retry.backoff(),
         }
     }
 
-    async fn with_retries<T, F, Fut>(&self, method: &str, mut call: F) -> Result<T, ApiError>
+    async fn with_retries<T, F, Fut>(&self, method: &str, call: F) -> Result<T, ApiError>
     where
         F: FnMut() -> Fut + Send,
         Fut: Future<Output = Result<T, ApiError>> + Send,
     {
-        let policy = self.policy_for(method);
-        let mut attempt = 0;
-        loop {
-            let error = match call().await {
-                Ok(value) => return Ok(value),
-                Err(error) => error,
-            };
-            attempt += 1;
-            let Some(wait) = error.retry_after(attempt - 1, &policy).filter(|_| attempt < policy.attempts) else {
-                return Err(error);
-            };
-            tracing::warn!(method, error = %error, wait_ms = wait.as_millis() as u64, "Telegram call failed; trying again");
-            tokio::time::sleep(wait).await;
-        }
+        call.retry(self.backoff_for(method))
+            .sleep(tokio::time::sleep)
+            .when(ApiError::is_retryable)
+            .adjust(wait_before_retry)
+            .notify(|error, wait| {
+                tracing::warn!(method, error = %error, wait_ms = wait.as_millis() as u64, "Telegram call failed; trying again");
+            })
+            .await
     }
 
     async fn decode<T: DeserializeOwned>(method: &str, response: reqwest::Response) -> Result<T, ApiError> {
@@ -318,6 +333,7 @@ async fn read_checked_file(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
 mod tests {
     // By its full path: the module layout test reads `super::` as the telegram module.
     use crate::channels::telegram::api::{ApiError, BotApi, RetryPolicy};
+    use backon::BackoffBuilder;
     use frankenstein::AsyncTelegramApi;
     use std::time::Duration;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -350,5 +366,88 @@ mod tests {
         server.abort();
         assert!(matches!(error, ApiError::Decode { .. }), "{error:?}");
         assert!(error.to_string().contains("larger than 16 MiB"), "{error}");
+    }
+
+    fn api_error(code: u64, retry_after: Option<u64>) -> ApiError {
+        ApiError::Api { method: "m".into(), code, description: "d".into(), retry_after }
+    }
+
+    /// Calls `method` through the retry policy with answers that fail with `errors` in turn, then succeed; returns
+    /// the outcome and the instants of the calls.
+    async fn call_through(
+        policy: RetryPolicy,
+        method: &str,
+        errors: Vec<ApiError>,
+    ) -> (Result<(), ApiError>, Vec<tokio::time::Instant>) {
+        let api = BotApi::new("http://127.0.0.1:9", "123:abc", policy).unwrap();
+        let errors = std::sync::Mutex::new(errors.into_iter());
+        let calls = std::sync::Mutex::new(Vec::new());
+        let outcome = api
+            .with_retries(method, || async {
+                calls.lock().unwrap().push(tokio::time::Instant::now());
+                errors.lock().unwrap().next().map_or(Ok(()), Err)
+            })
+            .await;
+        (outcome, calls.into_inner().unwrap())
+    }
+
+    fn gaps(calls: &[tokio::time::Instant]) -> Vec<Duration> {
+        calls.windows(2).map(|w| w[1] - w[0]).collect()
+    }
+
+    /// The timer wheel rounds a sleep up to the next millisecond.
+    fn assert_waits(gaps: &[Duration], expected: &[Duration]) {
+        assert_eq!(gaps.len(), expected.len(), "{gaps:?}");
+        for (gap, expected) in gaps.iter().zip(expected) {
+            assert!(*gap >= *expected && *gap <= *expected + Duration::from_millis(5), "{gaps:?} vs {expected:?}");
+        }
+    }
+
+    #[test]
+    fn the_default_waits_double_from_half_a_second_up_to_thirty() {
+        let waits: Vec<Duration> = RetryPolicy::default().backoff().build().collect();
+        let expected = [500, 1000, 2000, 4000, 8000, 16000, 30000].map(Duration::from_millis);
+        assert_eq!(waits, expected);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn server_errors_wait_longer_each_time_and_flood_control_waits_what_telegram_asked() {
+        // A shorter `retry_after` than the backoff is honoured as well: Telegram said when it takes calls again.
+        let errors = vec![
+            api_error(502, None),
+            ApiError::Network { method: "m".into(), detail: "reset".into() },
+            api_error(429, Some(3)),
+            api_error(500, None),
+            api_error(429, Some(0)),
+        ];
+        let (outcome, calls) = call_through(RetryPolicy::default(), "getMe", errors).await;
+        assert!(outcome.is_ok(), "{outcome:?}");
+        let expected = [500, 1000, 3000, 4000, 1000].map(Duration::from_millis);
+        assert_waits(&gaps(&calls), &expected);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_answer_is_sent_past_the_attempts_while_other_calls_give_up() {
+        let policy =
+            RetryPolicy { attempts: 3, first_delay: Duration::from_millis(10), max_delay: Duration::from_millis(40) };
+        let failures = || (0..6).map(|_| api_error(502, None)).collect::<Vec<_>>();
+
+        let (outcome, calls) = call_through(policy, "sendMessage", failures()).await;
+        assert!(outcome.is_ok(), "{outcome:?}");
+        assert_waits(&gaps(&calls), &[10, 20, 40, 40, 40, 40].map(Duration::from_millis));
+
+        let (outcome, calls) = call_through(policy, "getChat", failures()).await;
+        assert!(matches!(outcome, Err(ApiError::Api { code: 502, .. })), "{outcome:?}");
+        assert_eq!(calls.len(), 3);
+
+        // The poller decides itself how long to wait after a failed poll.
+        let (outcome, calls) = call_through(policy, "getUpdates", failures()).await;
+        assert!(outcome.is_err());
+        assert_eq!(calls.len(), 1);
+
+        let refused = vec![api_error(400, None)];
+        let (outcome, calls) = call_through(policy, "sendMessage", refused).await;
+        assert!(matches!(outcome, Err(ApiError::Api { code: 400, .. })), "{outcome:?}");
+        assert_eq!(calls.len(), 1, "a refused message was sent again");
     }
 }

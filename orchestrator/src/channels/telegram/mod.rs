@@ -4,7 +4,8 @@
 //!
 //! [`api`] is the HTTP client (retries, 429), [`access`] who may talk to the bot, [`inbound`] turns a message
 //! (text, caption, reply, media) into the model's text, [`markdown`] renders answers as MarkdownV2,
-//! [`outbound`] sends them, [`approvals`] asks with inline buttons, [`actor`] is the channel actor the router
+//! [`outbound`] sends them, [`draft`] shows an answer live while the model writes it, [`approvals`] asks with
+//! inline buttons, [`actor`] is the channel actor the router
 //! talks to, and [`polling`] / [`webhook`] bring the updates in.
 
 pub mod access;
@@ -12,6 +13,7 @@ pub mod actor;
 pub mod api;
 pub mod approvals;
 pub mod capabilities;
+pub mod draft;
 pub mod inbound;
 pub mod markdown;
 pub mod outbound;

@@ -1,6 +1,7 @@
 //! Sending to one chat: answers rendered for Telegram and split under its limit, files as documents or photos,
-//! and the edits of a task's progress message. A part Telegram cannot parse is rewritten by the model
-//! (format repair) and, failing that, sent as plain text; a part that still fails is logged and the rest go on.
+//! and the edits of a task's progress message and of a live draft (which the answer's first message replaces).
+//! A part Telegram cannot parse is rewritten by the model (format repair) and, failing that, sent as plain text;
+//! a part that still fails is logged and the rest go on.
 
 use super::api::{ApiError, BotApi};
 use super::markdown;
@@ -40,6 +41,14 @@ pub struct Sender {
     pub repair: Option<(Recipient<RepairFormat>, u32)>,
 }
 
+/// Where a part goes: a new message (replying to one), or over a message the bot sent (a live draft; as a new
+/// message replying to `reply_to` when the draft cannot be edited any more).
+#[derive(Debug, Clone, Copy)]
+enum Target {
+    New(Option<i32>),
+    Edit { message_id: i32, reply_to: Option<i32> },
+}
+
 /// One part to send: the text as marked up, and the source it came from (for the plain fallback and repair).
 struct Part {
     text: String,
@@ -50,10 +59,21 @@ struct Part {
 impl Sender {
     /// Sends an answer; returns the id of the first message sent (what a later reply threads to).
     pub async fn send(&self, message: &Outbound, reply_to: Option<i32>) -> Option<i32> {
+        self.send_into(message, reply_to, None).await
+    }
+
+    /// Sends an answer whose first message replaces the text of `draft` (a live draft the bot sent, which
+    /// already replies where the answer should), with the same formatting and fallbacks as a new message.
+    pub async fn send_into(&self, message: &Outbound, reply_to: Option<i32>, draft: Option<i32>) -> Option<i32> {
         let mut first = None;
+        let mut draft = draft;
         for (i, part) in parts(message).into_iter().enumerate() {
-            let reply = if i == 0 { reply_to } else { None };
-            match self.send_part(message, part, reply).await {
+            let reply_to = if i == 0 { reply_to } else { None };
+            let target = match draft.take() {
+                Some(message_id) => Target::Edit { message_id, reply_to },
+                None => Target::New(reply_to),
+            };
+            match self.send_part(message, part, target).await {
                 Ok(id) => {
                     first.get_or_insert(id);
                 }
@@ -65,9 +85,9 @@ impl Sender {
         first
     }
 
-    async fn send_part(&self, message: &Outbound, part: Part, reply_to: Option<i32>) -> Result<i32, ApiError> {
+    async fn send_part(&self, message: &Outbound, part: Part, target: Target) -> Result<i32, ApiError> {
         let chat_id = message.chat_id;
-        let error = match self.send_text(chat_id, &part.text, part.markup, reply_to, None).await {
+        let error = match self.put(chat_id, &part.text, part.markup, target).await {
             Ok(id) => return Ok(id),
             Err(error) if error.is_parse_error() && part.markup != Markup::Plain => error,
             Err(error) => return Err(error),
@@ -94,7 +114,7 @@ impl Sender {
                         break;
                     }
                 };
-                match self.send_text(chat_id, &repaired, Markup::MarkdownV2, reply_to, None).await {
+                match self.put(chat_id, &repaired, Markup::MarkdownV2, target).await {
                     Ok(id) => return Ok(id),
                     Err(error) if error.is_parse_error() => parse_error = error.to_string(),
                     // Too long, or anything else about the rewrite: the plain original still goes out.
@@ -111,7 +131,8 @@ impl Sender {
         };
         let mut first = None;
         for (i, chunk) in markdown::split_plain(&plain, markdown::MAX_MESSAGE_CHARS).iter().enumerate() {
-            let id = self.send_text(chat_id, chunk, Markup::Plain, if i == 0 { reply_to } else { None }, None).await?;
+            let target = if i == 0 { target } else { Target::New(None) };
+            let id = self.put(chat_id, chunk, Markup::Plain, target).await?;
             first.get_or_insert(id);
         }
         first.ok_or(error)
@@ -136,10 +157,35 @@ impl Sender {
         Ok(self.api.send_message(&params).await?.result.message_id)
     }
 
-    /// Replaces the text of a message the bot sent (a task's progress).
+    /// A part as a new message or over the draft; returns the message's id.
+    async fn put(&self, chat_id: i64, text: &str, markup: Markup, target: Target) -> Result<i32, ApiError> {
+        match target {
+            Target::New(reply_to) => self.send_text(chat_id, text, markup, reply_to, None).await,
+            Target::Edit { message_id, reply_to } => match self.edit(chat_id, message_id, text, markup).await {
+                Ok(()) => Ok(message_id),
+                Err(error) if error.is_parse_error() => Err(error),
+                // The user deleted the draft, or it is too old to edit: the part still reaches the chat.
+                Err(error) => {
+                    tracing::debug!(chat_id, error = %error, "draft not replaced; sending the answer as a new message");
+                    self.send_text(chat_id, text, markup, reply_to, None).await
+                }
+            },
+        }
+    }
+
+    /// Replaces the text of a message the bot sent (a task's progress, a live draft).
     pub async fn edit_text(&self, chat_id: i64, message_id: i32, text: &str) -> Result<(), ApiError> {
         let text: String = text.chars().take(markdown::MAX_MESSAGE_CHARS).collect();
-        let params = EditMessageTextParams::builder().chat_id(chat_id).message_id(message_id).text(text).build();
+        self.edit(chat_id, message_id, &text, Markup::Plain).await
+    }
+
+    async fn edit(&self, chat_id: i64, message_id: i32, text: &str, markup: Markup) -> Result<(), ApiError> {
+        let params = EditMessageTextParams::builder()
+            .chat_id(chat_id)
+            .message_id(message_id)
+            .text(text)
+            .maybe_parse_mode(parse_mode(markup))
+            .build();
         match self.api.edit_message_text(&params).await {
             Ok(_) => Ok(()),
             Err(error) if error.is_not_modified() => Ok(()),

@@ -4,12 +4,14 @@
 //! never seen. The offset that confirms a
 //! batch to Telegram is sent only with the next poll, after [`UpdateSink::handle`] recorded the batch, so an
 //! update is never confirmed before it is on disk. A poll loop that fails (Telegram answers nonsense, the
-//! database refuses the write, a bug panics) is restarted with backoff, and each restart is logged.
+//! database refuses the write, a bug panics) is restarted with backoff, and each restart is logged. Both waits
+//! are backon's, reset once things work again.
 
 use super::api::{ApiError, BotApi};
 use super::updates::{Incoming, UpdateSink};
 use crate::messages::LastUpdate;
 use actix::Recipient;
+use backon::{BackoffBuilder, ExponentialBuilder};
 use frankenstein::AsyncTelegramApi;
 use frankenstein::methods::GetUpdatesParams;
 use frankenstein::response::MethodResponse;
@@ -23,6 +25,14 @@ const FIRST_RESTART_DELAY: Duration = Duration::from_secs(1);
 const MAX_RESTART_DELAY: Duration = Duration::from_secs(60);
 /// A loop that ran this long before failing starts again from the shortest delay.
 const HEALTHY_RUN: Duration = Duration::from_secs(120);
+/// The waits after failed polls in a row: they do not end while Telegram is down.
+const FIRST_POLL_DELAY: Duration = Duration::from_secs(1);
+const MAX_POLL_DELAY: Duration = Duration::from_secs(30);
+
+/// Waits that double from `first` up to `max`, for as long as the failures go on.
+fn endless_backoff(first: Duration, max: Duration) -> ExponentialBuilder {
+    ExponentialBuilder::default().with_min_delay(first).with_max_delay(max).with_factor(2.0).without_max_times()
+}
 
 /// The running poll loop.
 pub struct Poller {
@@ -57,7 +67,8 @@ async fn supervise(
     allowed: &[AllowedUpdate],
     mut stopped: watch::Receiver<bool>,
 ) {
-    let mut delay = FIRST_RESTART_DELAY;
+    let restarts = endless_backoff(FIRST_RESTART_DELAY, MAX_RESTART_DELAY);
+    let mut delays = restarts.build();
     loop {
         let started = Instant::now();
         let run = AssertUnwindSafe(poll(api, sink, last, allowed, stopped.clone())).catch_unwind().await;
@@ -67,14 +78,14 @@ async fn supervise(
             Err(_panic) => "the poll loop panicked".to_string(),
         };
         if started.elapsed() > HEALTHY_RUN {
-            delay = FIRST_RESTART_DELAY;
+            delays = restarts.build();
         }
+        let delay = delays.next().unwrap_or(MAX_RESTART_DELAY);
         tracing::error!(error = %why, restart_in_ms = delay.as_millis() as u64, "Telegram polling failed; restarting it");
         tokio::select! {
             () = tokio::time::sleep(delay) => {}
             _ = stopped.changed() => return,
         }
-        delay = (delay * 2).min(MAX_RESTART_DELAY);
     }
 }
 
@@ -94,7 +105,8 @@ async fn poll(
     tracing::debug!(last_recorded = ?recorded, "Telegram polling starts");
     let mut offset: Option<i64> = None;
     let timeout = u32::try_from(api.poll_timeout().as_secs()).unwrap_or(25);
-    let mut failures: u32 = 0;
+    let retries = endless_backoff(FIRST_POLL_DELAY, MAX_POLL_DELAY);
+    let mut delays = retries.build();
     loop {
         if *stopped.borrow() {
             return Ok(());
@@ -118,8 +130,9 @@ async fn poll(
             }
             Err(error) if error.is_unauthorized() => return Err(error.to_string()),
             Err(error) => {
-                failures += 1;
-                let wait = Duration::from_millis(500 * 2u64.pow(failures.min(6))).min(Duration::from_secs(30));
+                let backoff = delays.next().unwrap_or(MAX_POLL_DELAY);
+                // Flood control: polling before `retry_after` is refused again.
+                let wait = error.asked_wait().map_or(backoff, |asked| asked.max(backoff));
                 tracing::warn!(error = %error, wait_ms = wait.as_millis() as u64, "getUpdates failed; polling again");
                 tokio::select! {
                     () = tokio::time::sleep(wait) => continue,
@@ -127,7 +140,7 @@ async fn poll(
                 }
             }
         };
-        failures = 0;
+        delays = retries.build();
         let Some(highest) = updates.iter().filter_map(|u| u.get("update_id")?.as_i64()).max() else { continue };
         sink.handle(updates.into_iter().map(parse_update).collect()).await?;
         offset = Some(highest + 1);
@@ -143,5 +156,25 @@ pub fn parse_update(raw: serde_json::Value) -> Incoming {
             tracing::warn!(update_id, error = %error, "an update this version cannot read; skipped");
             Incoming::Unreadable { update_id }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    // By its full path: the module layout test reads `super::` as the telegram module.
+    use crate::channels::telegram::polling::{
+        FIRST_POLL_DELAY, FIRST_RESTART_DELAY, MAX_POLL_DELAY, MAX_RESTART_DELAY, endless_backoff,
+    };
+    use backon::BackoffBuilder;
+    use std::time::Duration;
+
+    /// During a long outage polls go on every 30 s and restarts every minute; neither ever gives up.
+    #[test]
+    fn the_waits_double_to_their_cap_and_never_run_out() {
+        let seconds = |first, max| -> Vec<u64> {
+            endless_backoff(first, max).build().take(10).map(|wait: Duration| wait.as_secs()).collect()
+        };
+        assert_eq!(seconds(FIRST_POLL_DELAY, MAX_POLL_DELAY), [1, 2, 4, 8, 16, 30, 30, 30, 30, 30]);
+        assert_eq!(seconds(FIRST_RESTART_DELAY, MAX_RESTART_DELAY), [1, 2, 4, 8, 16, 32, 60, 60, 60, 60]);
     }
 }

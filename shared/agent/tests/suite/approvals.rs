@@ -73,6 +73,9 @@ async fn run(
         approvals: Some(gate),
         inbox: None,
         on_event: &|_| {},
+        keys: Default::default(),
+        stream: false,
+        compaction: None,
     }
     .run()
     .await

@@ -60,6 +60,9 @@ async fn run(llm: &ScriptedLlm, tools: &ToolRegistry, user: &str) -> (AgentOutco
         approvals: None,
         inbox: None,
         on_event: &on_event,
+        keys: Default::default(),
+        stream: false,
+        compaction: None,
     }
     .run()
     .await

@@ -1,6 +1,7 @@
 //! Shared setup: a scripted model, the real provider pointed at it, and small tools that count their calls.
 
 mod approvals;
+mod compaction;
 mod directives;
 mod errors;
 mod guards;
@@ -184,9 +185,52 @@ impl Agent {
             approvals: None,
             inbox,
             on_event,
+            keys: Default::default(),
+            stream: false,
+            compaction: None,
         }
         .run()
         .await
+    }
+
+    /// A run that compacts its conversation at `threshold_tokens`; the events it reported.
+    pub async fn run_compacting(
+        &self,
+        user: &str,
+        threshold_tokens: u64,
+    ) -> (Result<AgentOutcome, AgentError>, Vec<AgentEvent>) {
+        let events = std::sync::Mutex::new(Vec::new());
+        let on_event = |event: AgentEvent| events.lock().unwrap().push(event);
+        let compaction = minibot_agent::compaction::RunCompaction {
+            threshold_tokens,
+            hard_limit: None,
+            compactor: minibot_agent::compaction::Compactor {
+                provider: self.provider.as_ref(),
+                model: self.model.model.clone(),
+                reasoning_effort: None,
+                prompt: "Summarise.".into(),
+                part_tokens: 10_000,
+            },
+        };
+        let outcome = AgentRun {
+            provider: self.provider.as_ref(),
+            model: &self.model,
+            tools: &self.tools,
+            system_prompt: "You are a test agent.".into(),
+            history: Vec::new(),
+            user_message: user.into(),
+            limits: limits(),
+            context: ToolContext::default(),
+            approvals: None,
+            inbox: None,
+            on_event: &on_event,
+            keys: Default::default(),
+            stream: false,
+            compaction: Some(compaction),
+        }
+        .run()
+        .await;
+        (outcome, events.into_inner().unwrap())
     }
 
     /// Every request body the agent sent, in order.

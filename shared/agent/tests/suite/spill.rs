@@ -74,6 +74,9 @@ async fn result_seen(
         approvals: None,
         inbox: None,
         on_event: &|_| {},
+        keys: Default::default(),
+        stream: false,
+        compaction: None,
     }
     .run()
     .await

@@ -114,6 +114,23 @@ section! {
 }
 
 /// The API formats MiniBot knows; a `[providers.X]` section named after one needs no `api_format`.
+/// How a Responses provider keeps a conversation: the whole conversation with every request, or a chain of
+/// `previous_response_id`s kept by the provider.
+pub const RESPONSES_STATE_MODES: &[&str] = &["full_messages", "previous_response_id"];
+
+impl LlmSection {
+    /// Whether the main agent's requests chain on the provider's side (`main_responses_state_mode`).
+    pub fn main_chains(&self) -> bool {
+        self.main_responses_state_mode == "previous_response_id"
+    }
+
+    /// Whether a worker's requests within one run chain on the provider's side (`agent_responses_state_mode`,
+    /// which replaces `responses_state_mode` for specialists, as in MiniBot).
+    pub fn agent_chains(&self) -> bool {
+        self.agent_responses_state_mode == "previous_response_id"
+    }
+}
+
 pub const API_FORMATS: &[&str] = &["openai", "openai_responses", "openrouter", "claude", "google", "chatgpt_codex"];
 
 pub(crate) fn default_env_allowlist() -> Vec<String> {

@@ -3,19 +3,19 @@
 //! server that never answers, a rejected key, a model the server does not have).
 
 use minibot_config::Config;
-use minibot_llm::{ChatProvider, ChatRequest, LlmError, Message, OpenAiChat};
+use minibot_llm::{ChatProvider, ChatRequest, LlmError, Message};
 use minibot_test_support::{Script, ScriptedLlm};
 use std::time::{Duration, Instant};
 
-fn client(base_url: &str, extra: &str) -> OpenAiChat {
+fn client(base_url: &str, extra: &str) -> std::sync::Arc<dyn ChatProvider> {
     let toml = format!(
         "[llm]\nbase_url = \"{base_url}\"\napi_key = \"sk-test-errors\"\nmodel = \"m\"\nretry_attempts = 0\n{extra}"
     );
     let config = Config::from_toml(&toml, "test.toml", std::env::temp_dir(), &|_| None).unwrap();
-    OpenAiChat::new(&config.main_llm()).unwrap()
+    minibot_llm::provider_for(&config.main_llm()).unwrap()
 }
 
-async fn fail(client: &OpenAiChat, model: &str) -> LlmError {
+async fn fail(client: &dyn ChatProvider, model: &str) -> LlmError {
     let request =
         ChatRequest { model: model.into(), messages: vec![Message::User("hi".into())], ..ChatRequest::default() };
     client.complete(&request).await.expect_err("the call fails")
@@ -60,6 +60,27 @@ async fn a_server_that_never_answers_times_out_after_the_configured_seconds() {
         format!(
             "http://127.0.0.1:{port}/v1/chat/completions did not answer within 1 s ([llm] request_timeout_seconds)"
         )
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_goes_quiet_fails_on_the_read_setting_long_before_the_request_limit() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let holder = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    let started = Instant::now();
+    let settings = "request_timeout_seconds = 20\nsock_read_timeout_seconds = 0.5\n";
+    let error = fail(&client(&format!("http://127.0.0.1:{port}/v1"), settings), "m").await;
+    holder.abort();
+    assert!(started.elapsed() < Duration::from_secs(5), "waited for the request limit: {:?}", started.elapsed());
+    assert_eq!(
+        error.to_string(),
+        format!("http://127.0.0.1:{port}/v1/chat/completions sent nothing for 0.5 s ([llm] sock_read_timeout_seconds)")
     );
 }
 

@@ -1,3 +1,8 @@
+mod anthropic;
 mod errors;
+mod gemini;
+mod openrouter;
 mod parts;
 mod redaction;
+mod responses;
+mod streaming;

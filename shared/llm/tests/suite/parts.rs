@@ -1,14 +1,14 @@
 //! A user message made of parts reaches the server in the shape OpenAI-compatible vision APIs take.
 
 use minibot_config::Config;
-use minibot_llm::{ChatProvider, ChatRequest, ContentPart, Message, OpenAiChat};
+use minibot_llm::{ChatProvider, ChatRequest, ContentPart, Message};
 use minibot_test_support::{Reply, Script, ScriptedLlm};
 use serde_json::json;
 
-fn client(llm: &ScriptedLlm) -> OpenAiChat {
+fn client(llm: &ScriptedLlm) -> std::sync::Arc<dyn ChatProvider> {
     let toml = format!("[llm]\nbase_url = \"{}\"\napi_key = \"sk-test\"\nmodel = \"m\"\n", llm.base_url());
     let config = Config::from_toml(&toml, "test.toml", std::env::temp_dir(), &|_| None).unwrap();
-    OpenAiChat::new(&config.main_llm()).unwrap()
+    minibot_llm::provider_for(&config.main_llm()).unwrap()
 }
 
 #[tokio::test]

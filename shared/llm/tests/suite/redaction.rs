@@ -2,26 +2,26 @@
 //! verbose errors, what the log writes, what a task reports) never repeats them.
 
 use minibot_config::Config;
-use minibot_llm::{ChatProvider, ChatRequest, LlmError, Message, OpenAiChat};
+use minibot_llm::{ChatProvider, ChatRequest, LlmError, Message};
 use minibot_test_support::{Reply, Script, ScriptedLlm};
 
 const LLM_KEY: &str = "sk-live-llm-0123456789abcdef";
 const PROVIDER_KEY: &str = "sk-or-provider-9876543210fedcba";
 const HEADER_KEY: &str = "hdr-secret-5555-aaaa";
 
-fn client(toml: &str) -> OpenAiChat {
+fn client(toml: &str) -> std::sync::Arc<dyn ChatProvider> {
     let config = Config::from_toml(toml, "test.toml", std::env::temp_dir(), &|_| None).unwrap();
-    OpenAiChat::new(&config.main_llm()).unwrap()
+    minibot_llm::provider_for(&config.main_llm()).unwrap()
 }
 
-fn llm_client(llm: &ScriptedLlm) -> OpenAiChat {
+fn llm_client(llm: &ScriptedLlm) -> std::sync::Arc<dyn ChatProvider> {
     client(&format!(
         "[llm]\nbase_url = \"{}\"\napi_key = \"{LLM_KEY}\"\nmodel = \"m\"\nretry_attempts = 0\n",
         llm.base_url()
     ))
 }
 
-async fn fail(client: &OpenAiChat, user: &str) -> LlmError {
+async fn fail(client: &dyn ChatProvider, user: &str) -> LlmError {
     let request =
         ChatRequest { model: "m".into(), messages: vec![Message::User(user.into())], ..ChatRequest::default() };
     client.complete(&request).await.expect_err("the provider refuses")
@@ -129,7 +129,7 @@ async fn a_key_from_a_variable_is_masked_wherever_the_conversation_repeats_it() 
     );
     let lookup = |name: &str| (name == "PROVIDER_KEY").then(|| ENV_KEY.to_string());
     let config = Config::from_toml(&toml, "test.toml", std::env::temp_dir(), &lookup).unwrap();
-    let client = OpenAiChat::new(&config.main_llm()).unwrap();
+    let client = minibot_llm::provider_for(&config.main_llm()).unwrap();
     let call = minibot_llm::ToolCall {
         id: "1".into(),
         name: "bash".into(),
@@ -139,7 +139,7 @@ async fn a_key_from_a_variable_is_masked_wherever_the_conversation_repeats_it() 
         model: "m".into(),
         messages: vec![
             Message::User(format!("my key is {ENV_KEY}")),
-            Message::Assistant { content: Some(format!("I will use {ENV_KEY}")), tool_calls: vec![call] },
+            Message::assistant_calls(Some(format!("I will use {ENV_KEY}")), vec![call]),
             Message::Tool { call_id: "1".into(), name: "bash".into(), content: format!("OPENAI_API_KEY={ENV_KEY}\n") },
         ],
         ..ChatRequest::default()

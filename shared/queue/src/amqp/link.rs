@@ -5,6 +5,7 @@
 use super::topology::open_link;
 use super::{BACKOFF_MAX, BACKOFF_MIN, Shared, broker, lock};
 use crate::{QueueError, Result};
+use backon::{BackoffBuilder, ExponentialBuilder};
 use futures_util::StreamExt;
 use futures_util::stream::SelectAll;
 use lapin::options::{BasicConsumeOptions, BasicGetOptions, BasicQosOptions, QueueBindOptions, QueueDeclareOptions};
@@ -51,6 +52,16 @@ pub(super) enum LinkState {
     Closed,
 }
 
+/// The waits between reconnects, and between publishes the broker did not confirm: `BACKOFF_MIN` doubling up to
+/// `BACKOFF_MAX`, without end (a reconnect never gives up; a publish is bounded by its own window).
+pub(super) fn backoff() -> ExponentialBuilder {
+    ExponentialBuilder::default()
+        .with_min_delay(BACKOFF_MIN)
+        .with_max_delay(BACKOFF_MAX)
+        .with_factor(2.0)
+        .without_max_times()
+}
+
 /// Pumps control messages into the buffer while the connection lives, then reconnects with backoff.
 pub(super) async fn supervise(shared: Arc<Shared>, mut link: Arc<Link>, mut controls: Consumer) {
     loop {
@@ -67,8 +78,10 @@ pub(super) async fn supervise(shared: Arc<Shared>, mut link: Arc<Link>, mut cont
             "lost the broker connection; reconnecting"
         );
         let _ = tokio::time::timeout(Duration::from_secs(1), link.connection.close(200, "reconnecting".into())).await;
-        let mut delay = BACKOFF_MIN;
+        // Each outage starts again from the shortest wait; the first one gives the broker a moment.
+        let mut delays = backoff().build();
         loop {
+            let delay = delays.next().unwrap_or(BACKOFF_MAX);
             tokio::time::sleep(delay).await;
             match open_link(&shared, generation + 1).await {
                 Ok((new_link, new_controls)) => {
@@ -83,7 +96,6 @@ pub(super) async fn supervise(shared: Arc<Shared>, mut link: Arc<Link>, mut cont
                     } else {
                         tracing::debug!(error = %error, ?delay, "reconnect failed");
                     }
-                    delay = (delay * 2).min(BACKOFF_MAX);
                 }
             }
         }
@@ -311,5 +323,20 @@ impl Shared {
             }
             newer
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::backoff;
+    use backon::BackoffBuilder;
+    use std::time::Duration;
+
+    /// A broker that stays down is tried again every 5 s at most, for as long as it takes.
+    #[test]
+    fn reconnects_wait_from_a_tenth_of_a_second_up_to_five_and_never_give_up() {
+        // In whole milliseconds: backon multiplies by an `f32` factor, a few nanoseconds off.
+        let waits: Vec<u128> = backoff().build().take(10).map(|wait: Duration| wait.as_millis()).collect();
+        assert_eq!(waits, [100, 200, 400, 800, 1600, 3200, 5000, 5000, 5000, 5000]);
     }
 }

@@ -1,9 +1,10 @@
 //! The confirm pipeline: publishes on the shared confirm-mode channel, many at a time, and awaits their
 //! publisher confirms; [`Shared::publish_reliably`] republishes what was not confirmed across reconnects.
 
-use super::link::Link;
-use super::{BACKOFF_MAX, BACKOFF_MIN, CONFIRM_TIMEOUT, Shared};
+use super::link::{Link, backoff};
+use super::{BACKOFF_MAX, CONFIRM_TIMEOUT, Shared};
 use crate::{QueueError, Result};
+use backon::BackoffBuilder;
 use lapin::options::BasicPublishOptions;
 use lapin::types::ShortString;
 use lapin::{BasicProperties, Confirmation, PublisherConfirm};
@@ -176,7 +177,7 @@ impl Shared {
     pub(super) async fn publish_reliably(&self, target: Target, batch: &[Outgoing]) -> Result<()> {
         let deadline = Instant::now() + PUBLISH_WINDOW;
         let mut pending: Vec<usize> = (0..batch.len()).collect();
-        let mut delay = BACKOFF_MIN;
+        let mut delays = backoff().build();
         let mut floor = 0;
         loop {
             let link = self.current_from(floor).await?;
@@ -214,8 +215,7 @@ impl Shared {
                 "publishing again after a failed publish"
             );
             pending = failure.unconfirmed;
-            tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(BACKOFF_MAX);
+            tokio::time::sleep(delays.next().unwrap_or(BACKOFF_MAX)).await;
         }
     }
 

@@ -1,3 +1,7 @@
+//! `chat_history_trim`: deletes the older part of the conversation's stored history. Every stored row counts
+//! (user and assistant messages, tool-call requests, tool results); the cut never separates a tool call from
+//! its results, so it may keep fewer than asked.
+
 use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
 use minibot_store::Store;
 use serde::Deserialize;
@@ -27,8 +31,10 @@ impl Tool for ChatHistoryTrim {
     }
 
     fn description(&self) -> String {
-        "Delete older messages of this conversation's stored history, keeping only the latest `keep_latest` \
-         (0 clears it). Use it when the user asks to forget the conversation."
+        "Delete older messages of this conversation's stored history, keeping at most the latest `keep_latest` \
+         (0 clears it). Every stored message counts: user and assistant messages, tool-call requests and tool \
+         results; a tool call and its results go together, so slightly fewer may remain. Use it when the user \
+         asks to forget the conversation."
             .into()
     }
 

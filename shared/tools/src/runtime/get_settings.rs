@@ -82,9 +82,46 @@ impl GetSettings {
             "config_path": c.source.as_ref().map(|p| p.display().to_string()),
             "cwd": std::env::current_dir().ok().map(|p| p.display().to_string()),
             "channels": facts.channels,
-            "llm": { "provider": c.llm.provider, "model": c.llm.model, "prompts_dir": c.resolve_path(&c.llm.prompts_dir) },
+            "llm": {
+                "provider": c.llm.provider,
+                "api_format": c.api_format_of(&c.llm.provider).map(|f| f.as_str()),
+                "model": c.llm.model,
+                "prompts_dir": c.resolve_path(&c.llm.prompts_dir),
+                "base_url": without_credentials(&c.redactor().redact(&c.main_llm().base_url)),
+                "temperature": c.llm.temperature,
+                "max_new_tokens": c.llm.max_new_tokens,
+                "reasoning_effort": c.llm.reasoning_effort,
+                "retry_attempts": c.llm.retry_attempts,
+                "retry_delay_seconds": c.llm.retry_delay_seconds,
+                "http2": c.llm.http2,
+                "request_timeout_seconds": c.llm.request_timeout_seconds,
+                "sock_read_timeout_seconds": c.llm.sock_read_timeout_seconds,
+                "main_responses_state_mode": c.llm.main_responses_state_mode,
+                "agent_responses_state_mode": c.llm.agent_responses_state_mode,
+                "prompt_cache_enabled": c.llm.prompt_cache_enabled,
+                "model_limits": minibot_llm::model_limits(
+                    c.api_format_of(&c.llm.provider).unwrap_or(minibot_config::ApiFormat::OpenAi),
+                    &c.llm.model
+                ).map(|l| json!({ "context_tokens": l.context_tokens, "max_output_tokens": l.max_output_tokens })),
+            },
             // SQLite is the only conversation store; `[memory] backend` is informational, as in MiniBot.
-            "memory": { "backend": "sqlite", "max_history_messages": c.memory.max_history_messages },
+            "memory": {
+                "backend": "sqlite",
+                "max_history_messages": c.memory.max_history_messages,
+                "max_history_tokens": c.memory.max_history_tokens,
+                "context_ratio_before_compact": c.memory.context_ratio_before_compact,
+                "notify_compaction_updates": c.memory.notify_compaction_updates,
+                // What compaction uses: the configured size, else the model table's context × the ratio.
+                "compaction_threshold_tokens": minibot_llm::ContextBudget::for_model(
+                    minibot_llm::model_limits(
+                        c.api_format_of(&c.llm.provider).unwrap_or(minibot_config::ApiFormat::OpenAi),
+                        &c.llm.model
+                    ),
+                    c.memory.max_history_tokens,
+                    c.memory.context_ratio_before_compact,
+                    c.llm.max_new_tokens,
+                ).map(|b| b.threshold_tokens),
+            },
             "tools": tools,
             "agents": {
                 "directory": c.resolve_path(&c.orchestration.directory),
@@ -182,6 +219,19 @@ impl Tool for GetSettings {
 
     async fn call(&self, _args: Args, ctx: &ToolContext) -> ToolResult {
         Ok(self.report(ctx).await)
+    }
+}
+
+/// A URL without the `user:password@` part a proxy address may carry, and without its query (`?key=`).
+fn without_credentials(url: &str) -> String {
+    let url = url.split(['?', '#']).next().unwrap_or_default();
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = rest.split_once('/').map_or((rest, ""), |(a, p)| (a, p));
+            let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+            if path.is_empty() { format!("{scheme}://{host}") } else { format!("{scheme}://{host}/{path}") }
+        }
+        None => url.to_string(),
     }
 }
 

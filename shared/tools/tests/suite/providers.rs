@@ -40,7 +40,7 @@ impl TaskService for Queue {
         // What the orchestrator's service answered before: every provider with a key, callable or not.
         Box::pin(async move {
             Ok(json!({ "ok": true, "agent": agent_name,
-                       "available_providers": [{ "name": "anthropic", "api_format": "claude", "models": [] }] }))
+                       "available_providers": [{ "name": "codex", "api_format": "chatgpt_codex", "models": [] }] }))
         })
     }
     fn roster(&self) -> Vec<(String, String)> {
@@ -50,7 +50,8 @@ impl TaskService for Queue {
 
 const CONFIG: &str = "[llm]\napi_key = \"sk-main\"\n\
     [providers.local]\napi_format = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodels = [\"qwen\"]\n\
-    [providers.anthropic]\napi_format = \"claude\"\napi_key = \"sk-ant\"\n";
+    [providers.anthropic]\napi_format = \"claude\"\napi_key = \"sk-ant\"\n\
+    [providers.codex]\napi_format = \"chatgpt_codex\"\napi_key = \"sk-codex\"\n";
 
 fn setup() -> (Arc<Queue>, ToolRegistry) {
     let config = Config::from_toml(CONFIG, "config.toml", "/srv", &|_| None).unwrap();
@@ -73,6 +74,7 @@ async fn fetch_agent_info_offers_only_callable_providers() {
         info["available_providers"],
         json!([
             { "name": "openai", "api_format": "openai", "models": [] },
+            { "name": "anthropic", "api_format": "claude", "models": [] },
             { "name": "local", "api_format": "openai", "models": ["qwen"] },
         ])
     );
@@ -83,13 +85,12 @@ async fn fetch_agent_info_offers_only_callable_providers() {
 async fn a_provider_no_worker_can_call_is_refused_before_it_is_queued() {
     let (queue, registry) = setup();
     for tool in ["spawn_task", "delegate"] {
-        let error = call(&registry, tool, json!({ "prompt": "write a poem", "model_provider": "anthropic" }))
-            .await
-            .unwrap_err();
+        let error =
+            call(&registry, tool, json!({ "prompt": "write a poem", "model_provider": "codex" })).await.unwrap_err();
         let ToolError::RespondToModel { code, message } = error else { panic!("{tool}: fatal error") };
         assert_eq!(code, "provider_unavailable");
-        assert!(message.contains("`anthropic`") && message.contains("`claude` API format"), "{message}");
-        assert!(message.contains("Available providers: openai, local"), "{message}");
+        assert!(message.contains("`codex`") && message.contains("`chatgpt_codex` API format"), "{message}");
+        assert!(message.contains("Available providers: openai, anthropic, local"), "{message}");
 
         let error = call(&registry, tool, json!({ "prompt": "x", "model_provider": "nowhere" })).await.unwrap_err();
         let ToolError::RespondToModel { code, message } = error else { panic!("{tool}: fatal error") };

@@ -1,4 +1,4 @@
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Either, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -10,6 +10,10 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::TcpListener;
+
+mod anthropic;
+mod gemini;
+mod responses;
 
 /// One reply of the model.
 #[derive(Debug, Clone)]
@@ -80,18 +84,43 @@ impl Script {
 }
 
 #[derive(Default)]
-struct State {
+pub(crate) struct State {
     scripts: Vec<Script>,
     failures_served: HashMap<String, usize>,
     requests: Vec<Value>,
+    /// Keep request bodies in `requests` (off for long benchmarks: only sizes are kept).
+    forget_bodies: bool,
+    /// The largest request body seen, in bytes of its `messages` and `tools`, and how many requests came.
+    largest_request: usize,
+    request_count: usize,
     arrivals: Vec<std::time::Instant>,
     /// The `Authorization` header of each request of `requests` (empty when there was none).
     authorizations: Vec<String>,
+    /// The headers of every request to any API, lower-case names, in arrival order.
+    headers: Vec<std::collections::BTreeMap<String, String>>,
     default_delay: Duration,
+    /// The pause between two events of a streamed answer (zero: the whole stream at once).
+    stream_gap: Duration,
+    /// The `retry-after` seconds the API fakes that send one put on a 429 (Anthropic's does); `None`: no header.
+    retry_after: Option<String>,
     /// What `GET /models` lists; `None`: no such route (404), as on servers without a model list.
     models: Option<Vec<String>>,
     /// The only key accepted (`Authorization: Bearer <key>`); `None`: any key or none.
     required_key: Option<String>,
+    /// The Responses fake's stored responses, for `previous_response_id`.
+    responses: responses::Stored,
+}
+
+impl State {
+    fn keep(&mut self, request: &Value) {
+        let size = request.get("messages").map_or(0, |m| m.to_string().len())
+            + request.get("tools").map_or(0, |t| t.to_string().len());
+        self.largest_request = self.largest_request.max(size);
+        self.request_count += 1;
+        if !self.forget_bodies {
+            self.requests.push(request.clone());
+        }
+    }
 }
 
 /// The scripted server. Dropping it stops it.
@@ -111,7 +140,7 @@ impl ScriptedLlm {
             while let Ok((stream, _)) = listener.accept().await {
                 let state = shared.clone();
                 tokio::spawn(async move {
-                    let service = service_fn(move |req| handle(state.clone(), req));
+                    let service = service_fn(move |req| paced(state.clone(), req));
                     let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
                 });
             }
@@ -134,15 +163,46 @@ impl ScriptedLlm {
         self.state.lock().map(|s| s.authorizations.clone()).unwrap_or_default()
     }
 
+    /// Stops keeping request bodies (a long benchmark would hold gigabytes); sizes are still measured.
+    pub fn forget_bodies(&self) {
+        lock(&self.state).forget_bodies = true;
+    }
+
+    /// The largest request seen (the JSON of its messages and tools, in bytes) and how many requests came.
+    pub fn largest_request(&self) -> (usize, usize) {
+        let state = lock(&self.state);
+        (state.largest_request, state.request_count)
+    }
+
+    /// The headers of every request to any of the APIs, names in lower case, in arrival order.
+    pub fn headers(&self) -> Vec<std::collections::BTreeMap<String, String>> {
+        self.state.lock().map(|s| s.headers.clone()).unwrap_or_default()
+    }
+
     /// When each request of [`Self::requests`] arrived.
     pub fn arrivals(&self) -> Vec<std::time::Instant> {
         self.state.lock().map(|s| s.arrivals.clone()).unwrap_or_default()
+    }
+
+    /// Sends the events of every streamed answer (`"stream": true`) `gap` apart, as a model writing slowly
+    /// would, instead of all at once.
+    pub fn set_stream_gap(&self, gap: Duration) {
+        if let Ok(mut state) = self.state.lock() {
+            state.stream_gap = gap;
+        }
     }
 
     /// Delay applied to every reply whose script sets none.
     pub fn set_default_delay(&self, delay: Duration) {
         if let Ok(mut state) = self.state.lock() {
             state.default_delay = delay;
+        }
+    }
+
+    /// Puts `retry-after: <seconds>` on the 429 answers of the API fakes that send one, as the provider does.
+    pub fn set_retry_after(&self, seconds: &str) {
+        if let Ok(mut state) = self.state.lock() {
+            state.retry_after = Some(seconds.to_string());
         }
     }
 
@@ -174,14 +234,125 @@ impl Drop for ScriptedLlm {
     }
 }
 
+/// The APIs served besides Chat Completions.
+enum Api {
+    Responses,
+    Anthropic,
+    Gemini,
+}
+
+fn other_api(path: &str) -> Option<Api> {
+    if path.ends_with("/responses") || path.contains("/responses/") {
+        Some(Api::Responses)
+    } else if path.ends_with("/messages") {
+        Some(Api::Anthropic)
+    } else if path.contains(":generateContent") || path.contains(":streamGenerateContent") {
+        Some(Api::Gemini)
+    } else {
+        None
+    }
+}
+
+/// One request to an API fake.
+pub(crate) struct ApiCall {
+    pub path: String,
+    pub query: String,
+    pub headers: hyper::HeaderMap,
+    pub body: Bytes,
+}
+
 /// The last user message written as plain text. A user message made of parts (an image or file the agent put
 /// into its own context) is not what the scripts are keyed on, so it counts as part of the turn, not as a new one.
 fn last_user_index(messages: &[Value]) -> Option<usize> {
     messages.iter().rposition(|m| m["role"] == "user" && m["content"].is_string())
 }
 
+/// Records one request of any API.
+pub(crate) fn record(state: &Arc<Mutex<State>>, request: &Value, authorization: String) {
+    let mut state = lock(state);
+    state.keep(request);
+    state.arrivals.push(std::time::Instant::now());
+    state.authorizations.push(authorization);
+}
+
+pub(crate) fn lock(state: &Arc<Mutex<State>>) -> std::sync::MutexGuard<'_, State> {
+    match state.lock() {
+        Ok(state) => state,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+/// [`handle`], with a streamed answer's events sent [`State::stream_gap`] apart.
+async fn paced(
+    state: Arc<Mutex<State>>,
+    req: Request<Incoming>,
+) -> Result<Response<Either<Full<Bytes>, Paced>>, hyper::Error> {
+    let gap = lock(&state).stream_gap;
+    let response = handle(state, req).await?;
+    let streamed = response.headers().get("content-type").is_some_and(|v| v.as_bytes() == b"text/event-stream");
+    if gap.is_zero() || !streamed {
+        return Ok(response.map(Either::Left));
+    }
+    let (parts, body) = response.into_parts();
+    let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+    let events =
+        String::from_utf8_lossy(&body).split_inclusive("\n\n").map(|event| Bytes::from(event.to_string())).collect();
+    Ok(Response::from_parts(parts, Either::Right(Paced { events, gap, pause: None })))
+}
+
+/// A body of server-sent events that pauses between them.
+pub(crate) struct Paced {
+    events: std::collections::VecDeque<Bytes>,
+    gap: Duration,
+    pause: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl hyper::body::Body for Paced {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
+        let this = self.get_mut();
+        if let Some(pause) = this.pause.as_mut() {
+            std::task::ready!(pause.as_mut().poll(cx));
+            this.pause = None;
+        }
+        let Some(event) = this.events.pop_front() else { return std::task::Poll::Ready(None) };
+        if !this.events.is_empty() {
+            this.pause = Some(Box::pin(tokio::time::sleep(this.gap)));
+        }
+        std::task::Poll::Ready(Some(Ok(hyper::body::Frame::data(event))))
+    }
+}
+
 async fn handle(state: Arc<Mutex<State>>, req: Request<Incoming>) -> Result<Response<Full<Bytes>>, hyper::Error> {
     let path = req.uri().path().to_string();
+    let headers = req
+        .headers()
+        .iter()
+        .map(|(name, value)| (name.as_str().to_string(), value.to_str().unwrap_or_default().to_string()))
+        .collect();
+    {
+        let mut state = lock(&state);
+        if !state.forget_bodies {
+            state.headers.push(headers);
+        }
+    }
+    // The other APIs' fakes: each checks the request against its provider's documented shape.
+    if let Some(api) = other_api(&path) {
+        let headers = req.headers().clone();
+        let query = req.uri().query().unwrap_or_default().to_string();
+        let body = req.into_body().collect().await?.to_bytes();
+        let call = ApiCall { path, query, headers, body };
+        return Ok(match api {
+            Api::Responses => responses::serve(&state, call).await,
+            Api::Anthropic => anthropic::serve(&state, call).await,
+            Api::Gemini => gemini::serve(&state, call).await,
+        });
+    }
     let authorization =
         req.headers().get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
     let body = req.into_body().collect().await?.to_bytes();
@@ -215,13 +386,21 @@ async fn handle(state: Arc<Mutex<State>>, req: Request<Incoming>) -> Result<Resp
             Ok(state) => state,
             Err(poisoned) => poisoned.into_inner(),
         };
-        state.requests.push(request.clone());
+        state.keep(&request);
         state.arrivals.push(std::time::Instant::now());
         state.authorizations.push(authorization);
         choose(&mut state, &messages)
     };
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;
+    }
+    if request["stream"] == true {
+        return Ok(match reply {
+            Reply::Text(text) => respond_sse(&chat_stream(Some(&text), &[], messages.len())),
+            Reply::ToolCalls(calls) => respond_sse(&chat_stream(None, &calls, messages.len())),
+            Reply::Status(status, body) => respond(status, body),
+            Reply::Raw(body) => respond_sse(&body),
+        });
     }
     Ok(match reply {
         Reply::Text(text) => respond(200, completion(json!({ "role": "assistant", "content": text }), "stop")),
@@ -239,6 +418,50 @@ async fn handle(state: Arc<Mutex<State>>, req: Request<Incoming>) -> Result<Resp
         Reply::Status(status, body) => respond(status, body),
         Reply::Raw(body) => respond(200, body),
     })
+}
+
+/// Splits `text` into `n` pieces of about equal length (on character boundaries), for streamed answers.
+pub(crate) fn pieces(text: &str, n: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let size = chars.len().div_ceil(n.max(1)).max(1);
+    chars.chunks(size).map(|c| c.iter().collect()).collect()
+}
+
+/// A Chat Completions stream: the text in three pieces, or each tool call's id and name first and its arguments
+/// in two parts, then the finish reason, the usage chunk and `[DONE]`, as OpenAI sends them with
+/// `stream_options.include_usage`.
+fn chat_stream(text: Option<&str>, calls: &[(String, String)], turn: usize) -> String {
+    let chunk = |delta: Value, finish: Value| {
+        json!({ "id": "chatcmpl-test", "object": "chat.completion.chunk", "model": "scripted",
+                "choices": [{ "index": 0, "delta": delta, "finish_reason": finish }] })
+    };
+    let mut events = vec![chunk(json!({ "role": "assistant", "content": "" }), Value::Null)];
+    for piece in pieces(text.unwrap_or_default(), 3) {
+        events.push(chunk(json!({ "content": piece }), Value::Null));
+    }
+    for (i, (name, args)) in calls.iter().enumerate() {
+        let start = json!({ "index": i, "id": format!("call_{turn}_{i}"), "type": "function",
+                            "function": { "name": name, "arguments": "" } });
+        events.push(chunk(json!({ "tool_calls": [start] }), Value::Null));
+        for part in pieces(args, 2) {
+            events
+                .push(chunk(json!({ "tool_calls": [{ "index": i, "function": { "arguments": part } }] }), Value::Null));
+        }
+    }
+    let finish = if calls.is_empty() { "stop" } else { "tool_calls" };
+    events.push(chunk(json!({}), json!(finish)));
+    events.push(json!({ "id": "chatcmpl-test", "object": "chat.completion.chunk", "choices": [],
+                        "usage": { "prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15 } }));
+    let mut body: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+    body.push_str("data: [DONE]\n\n");
+    body
+}
+
+/// A 200 answer of server-sent events.
+pub(crate) fn respond_sse(body: &str) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body.to_string())));
+    response.headers_mut().insert("content-type", hyper::header::HeaderValue::from_static("text/event-stream"));
+    response
 }
 
 /// OpenAI's answer to a wrong key: the key shown with its middle masked.
@@ -264,6 +487,14 @@ fn choose(state: &mut State, messages: &[Value]) -> (Reply, Duration) {
         return (Reply::Status(400, "no user message".into()), Duration::ZERO);
     };
     let user_text = messages[user_index]["content"].as_str().unwrap_or_default().to_string();
+    let step = messages[user_index..].iter().filter(|m| m["role"] == "assistant").count();
+    choose_for(state, &user_text, step)
+}
+
+/// The reply for a conversation whose last plain-text user message is `user_text`, after `step` model replies
+/// to it. Every API's fake keys its scripts this way, so one script serves every provider.
+pub(crate) fn choose_for(state: &mut State, user_text: &str, step: usize) -> (Reply, Duration) {
+    let user_text = user_text.to_string();
     let Some(script) = state
         .scripts
         .iter()
@@ -278,7 +509,6 @@ fn choose(state: &mut State, messages: &[Value]) -> (Reply, Duration) {
         *served += 1;
         return (failure.clone(), delay);
     }
-    let step = messages[user_index..].iter().filter(|m| m["role"] == "assistant").count();
     let reply = script
         .replies
         .get(step)
@@ -298,7 +528,7 @@ fn completion(message: Value, finish_reason: &str) -> String {
     .to_string()
 }
 
-fn respond(status: u16, body: String) -> Response<Full<Bytes>> {
+pub(crate) fn respond(status: u16, body: String) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(Bytes::from(body)));
     *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     response.headers_mut().insert("content-type", hyper::header::HeaderValue::from_static("application/json"));

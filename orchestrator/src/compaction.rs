@@ -1,0 +1,188 @@
+//! Between-turn compaction of a chat's history (reference 6.5). After a turn is stored and answered, if the
+//! history the next request will carry reached the model's budget ([`minibot_llm::ContextBudget`]), the chat's
+//! model summarises it (the earlier summary included) and the summary stands in for those messages from then on.
+//! Nothing is deleted: the messages stay in the store, readable by id with `chat_history_info`, and the summary
+//! says which they are.
+//!
+//! A summary that fails keeps the history as it was; the next request then carries only as many of the latest
+//! turns as fit ([`fit_history`]), so no request is sent over the limit, and the chat is told once.
+
+use crate::messages::{Outbound, OutboundRole};
+use crate::runtime::{Runtime, SessionModel};
+use minibot_agent::compaction::{CompactionOutcome, Compactor};
+use minibot_config::NotifyCompaction;
+use minibot_llm::{ContextBudget, Message};
+use minibot_store::Summary;
+
+/// The chat's notices (`[memory] notify_compaction_updates`), MiniBot's words.
+pub const RUNNING_NOTICE: &str = "running compaction...";
+pub const DONE_NOTICE: &str = "done compacting";
+pub const ERROR_NOTICE: &str = "error compacting: the conversation is kept, and only its latest messages go to \
+the model until a summary succeeds";
+
+/// The size limits of a chat's model.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Summarise when the history reaches this many tokens.
+    pub threshold: u64,
+    /// The most a request may carry (context less room for the answer); a quarter above the threshold when the
+    /// context is not known.
+    pub hard_limit: u64,
+}
+
+impl Limits {
+    /// `None` when neither the model table nor `[memory] max_history_tokens` gives a size: such a chat is never
+    /// compacted, as in MiniBot without a catalog entry.
+    pub fn for_model(rt: &Runtime, model: &SessionModel) -> Option<Self> {
+        let format = rt.config.api_format_of(&model.provider_name).unwrap_or(minibot_config::ApiFormat::OpenAi);
+        let limits = minibot_llm::model_limits(format, &model.settings.model);
+        let memory = &rt.config.memory;
+        let budget = ContextBudget::for_model(
+            limits,
+            memory.max_history_tokens,
+            memory.context_ratio_before_compact,
+            model.settings.max_tokens,
+        )?;
+        // Without the model's context, a request may pass the threshold by a quarter (the next message, one
+        // turn's tools) before older turns are left out: compaction after the turn keeps it below.
+        let hard_limit = limits.map_or(budget.threshold_tokens + budget.threshold_tokens / 4, |l| {
+            let answer = budget.max_new_tokens.unwrap_or(minibot_llm::DEFAULT_ANSWER_TOKENS).min(l.context_tokens / 2);
+            (l.context_tokens - answer).max(budget.threshold_tokens)
+        });
+        Some(Self { threshold: budget.threshold_tokens, hard_limit })
+    }
+}
+
+/// The two messages a summary becomes at the start of the history: where the summarised messages are, then
+/// the summary itself.
+pub fn summary_messages(summary: &Summary) -> [Message; 2] {
+    let note = format!(
+        "(Earlier conversation compacted: {} messages, ids {} to {}, are summarised below. They are still stored; \
+         chat_history_info with a message_id shows one in full.)",
+        summary.covered, summary.first_id, summary.through_id
+    );
+    [Message::User(note), Message::assistant_text(summary.text.clone())]
+}
+
+/// The tokens of `messages` for `model`, or a number below `limit` when they are clearly under it.
+pub fn measure(messages: &[Message], model: &str, limit: u64) -> u64 {
+    let rough = minibot_agent::compaction::rough_upper_tokens(messages);
+    if rough < limit { rough } else { minibot_llm::count_tokens(messages, &[], model) }
+}
+
+/// The history cut to its latest whole turns so that, with `fixed` tokens of prompt beside it, it stays under
+/// `limit`; how many messages were left out. A turn starts at a user message, so a tool call is never parted
+/// from its result.
+pub fn fit_history(history: Vec<Message>, fixed: u64, limit: u64, model: &str) -> (Vec<Message>, usize) {
+    if fixed + measure(&history, model, limit.saturating_sub(fixed)) < limit {
+        return (history, 0);
+    }
+    let starts: Vec<usize> =
+        history.iter().enumerate().filter(|(_, m)| matches!(m, Message::User(_))).map(|(i, _)| i).collect();
+    for start in starts.into_iter().skip(1) {
+        let rest = &history[start..];
+        if fixed + minibot_llm::count_tokens(rest, &[], model) < limit {
+            let dropped = start;
+            return (history.into_iter().skip(dropped).collect(), dropped);
+        }
+    }
+    let dropped = history.len();
+    (Vec::new(), dropped)
+}
+
+/// What the chat reads when a turn's own work was compacted inside the turn, per
+/// `[memory] notify_compaction_updates`; a failure is told whatever the setting.
+pub fn in_turn_notice(outcome: &CompactionOutcome, notify: NotifyCompaction) -> Option<String> {
+    match (outcome, notify) {
+        (CompactionOutcome::Summarised { .. }, NotifyCompaction::Off) => None,
+        (CompactionOutcome::Summarised { .. }, NotifyCompaction::Brief) => {
+            Some(format!("{DONE_NOTICE} (this turn's work outgrew the model)"))
+        }
+        (CompactionOutcome::Summarised { summary, .. }, NotifyCompaction::Full) => {
+            Some(format!("{DONE_NOTICE} (this turn's work outgrew the model)\n\n{summary}"))
+        }
+        (CompactionOutcome::Failed { shortened, .. }, _) => Some(format!(
+            "error compacting: {shortened} earlier tool results of this turn were shortened to fit the model"
+        )),
+    }
+}
+
+/// A compaction to run after a turn.
+pub struct Job {
+    pub session: String,
+    pub channel: String,
+    pub chat_id: i64,
+    pub model: SessionModel,
+    /// The history's size now, for the log.
+    pub tokens: u64,
+    pub limits: Limits,
+}
+
+/// What a compaction did, for the chat's notices.
+pub enum Done {
+    Summarised(Summary),
+    Failed(String),
+}
+
+impl Job {
+    /// Summarises the session's history after its latest summary (that summary included) and stores the
+    /// result. The reply to the turn was sent before this runs; the chat's next turn waits for it.
+    pub async fn run(&self, rt: &Runtime) -> Done {
+        match self.summarise(rt).await {
+            Ok(summary) => {
+                tracing::info!(session = %self.session, tokens = self.tokens, covered = summary.covered,
+                    through_id = summary.through_id, "compacted the chat's history");
+                Done::Summarised(summary)
+            }
+            Err(error) => {
+                tracing::warn!(session = %self.session, tokens = self.tokens, error = %error,
+                    "cannot compact the chat's history; its latest messages go to the model until a summary succeeds");
+                Done::Failed(error)
+            }
+        }
+    }
+
+    async fn summarise(&self, rt: &Runtime) -> Result<Summary, String> {
+        let earlier = rt.store.latest_summary(&self.session).await.map_err(|e| e.to_string())?;
+        let rows = rt.store.history(&self.session).await.map_err(|e| e.to_string())?;
+        let through = earlier.as_ref().map_or(i64::MIN, |s| s.through_id);
+        let rows: Vec<_> = rows.into_iter().filter(|row| row.id > through).collect();
+        let Some(last) = rows.last().map(|row| row.id) else { return Err("nothing to compact".into()) };
+        // Full tool results: the summary model gets what happened, not the previews the chat model gets.
+        let messages = crate::transcript::history_messages_whole(rows);
+        let compactor = Compactor::for_model(
+            self.model.provider.as_ref(),
+            &self.model.settings,
+            rt.compact_prompt(),
+            self.limits.hard_limit,
+        );
+        let text = compactor
+            .summarize(earlier.as_ref().map(|s| s.text.as_str()), &messages)
+            .await
+            .map_err(|e| e.to_string())?;
+        rt.store.add_summary(&self.session, last, &text).await.map_err(|e| e.to_string())
+    }
+
+    /// The notice that goes before the summary starts, per `[memory] notify_compaction_updates`.
+    pub fn running_notice(&self, notify: NotifyCompaction) -> Option<Outbound> {
+        (notify != NotifyCompaction::Off).then(|| self.notice(RUNNING_NOTICE.to_string()))
+    }
+
+    /// The notices after it: done (with the summary when `full`), or the error, which is told once per chat
+    /// even when notices are off, since the model then sees only the latest messages.
+    pub fn done_notices(&self, done: &Done, notify: NotifyCompaction, error_told: bool) -> Vec<Outbound> {
+        match (done, notify) {
+            (Done::Summarised(_), NotifyCompaction::Off) => Vec::new(),
+            (Done::Summarised(_), NotifyCompaction::Brief) => vec![self.notice(DONE_NOTICE.to_string())],
+            (Done::Summarised(summary), NotifyCompaction::Full) => {
+                vec![self.notice(format!("{DONE_NOTICE}\n\n{}", summary.text))]
+            }
+            (Done::Failed(_), _) if error_told => Vec::new(),
+            (Done::Failed(_), _) => vec![self.notice(ERROR_NOTICE.to_string())],
+        }
+    }
+
+    fn notice(&self, text: String) -> Outbound {
+        Outbound::text(&self.channel, self.chat_id, text, OutboundRole::Progress)
+    }
+}

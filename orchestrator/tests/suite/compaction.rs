@@ -1,0 +1,133 @@
+//! A chat whose history reaches its budget (`[memory] max_history_tokens`) is summarised once, after the reply:
+//! the next request carries the summary instead of the old messages, which stay readable by id; a summary that
+//! fails still lets every turn be answered, with only the latest messages sent, and the chat is told once.
+
+use super::harness::Harness;
+use minibot_agent::compaction::COMPACT_REQUEST;
+use minibot_orchestrator::compaction::{DONE_NOTICE, ERROR_NOTICE, RUNNING_NOTICE};
+use minibot_test_support::{Reply, Script, ScriptedLlm};
+use serde_json::{Value, json};
+
+/// One tool, so the budget is mostly the conversation.
+fn config(budget: u64) -> String {
+    format!(
+        "[orchestration.main_agent]\ntools_allow = [\"chat_history_info\"]\n\
+         [memory]\nmax_history_tokens = {budget}\nnotify_compaction_updates = \"brief\"\n"
+    )
+}
+
+/// About `n` tokens of text about `topic`.
+fn long(topic: &str, n: usize) -> String {
+    format!("{topic}: {}", "word ".repeat(n))
+}
+
+fn contents(request: &Value) -> Vec<String> {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+fn tokens_of(request: &Value) -> u64 {
+    // The fake does not count tokens; the request's size in the same tokenizer the product uses.
+    let text = request["messages"].to_string() + &request["tools"].to_string();
+    minibot_llm::count_text_tokens(&text, minibot_llm::TokenEncoding::for_model("test-model"))
+}
+
+#[actix::test]
+async fn a_chat_past_its_budget_is_summarised_once_and_the_old_messages_stay_readable() {
+    let llm = ScriptedLlm::start(vec![
+        Script::new("tell me about apples", vec![Reply::text(&long("apples", 1500))]),
+        Script::new("and pears?", vec![Reply::text(&long("pears", 1500))]),
+        Script::containing(COMPACT_REQUEST, vec![Reply::text("SUMMARY: apples and pears were discussed.")]),
+        Script::new("and plums?", vec![Reply::text("plums are fine")]),
+        Script::new(
+            "show the first message",
+            vec![Reply::tool("chat_history_info", json!({ "message_id": 1 })), Reply::text("shown")],
+        ),
+    ])
+    .await;
+    let mut h = Harness::start(&llm.base_url(), &config(3000)).await;
+    h.send(1, "tell me about apples");
+    assert!(h.reply().await.text.starts_with("apples"));
+    let base = tokens_of(&llm.requests()[0]);
+    assert!(base < 1500, "the fixed prompt leaves room for the test: {base} tokens");
+
+    h.send(1, "and pears?");
+    assert!(h.reply().await.text.starts_with("pears"));
+    // Past the budget now: the reply went first, then the notices of the summary.
+    assert_eq!(h.reply().await.text, RUNNING_NOTICE);
+    assert_eq!(h.reply().await.text, DONE_NOTICE);
+    let summaries: Vec<Value> =
+        llm.requests().into_iter().filter(|r| contents(r).iter().any(|c| c.contains(COMPACT_REQUEST))).collect();
+    // One compaction (one pair of notices); a transcript longer than half the limit is summarised in parts,
+    // each request within the limit.
+    assert!(!summaries.is_empty());
+    for request in &summaries {
+        assert!(tokens_of(request) < 3000, "a summary request over the limit: {}", tokens_of(request));
+    }
+    let asked: String = summaries.iter().map(|r| contents(r).concat()).collect();
+    assert!(asked.contains("tell me about apples") && asked.contains("and pears?"), "the summary sees the chat");
+
+    h.send(1, "and plums?");
+    assert_eq!(h.reply().await.text, "plums are fine");
+    let next = llm.requests().last().unwrap().clone();
+    let sent = contents(&next);
+    assert!(sent.iter().any(|c| c.contains("SUMMARY: apples and pears")), "{sent:?}");
+    assert!(!sent.iter().any(|c| c.contains("word word")), "the old messages are not sent again: {sent:?}");
+    assert!(sent.iter().any(|c| c.contains("chat_history_info")), "the summary says where they are");
+    assert!(tokens_of(&next) < 3000);
+
+    // Still stored, whole, and readable through the tool.
+    let history = h.history(1).await;
+    assert!(history.iter().any(|m| m.starts_with("apples")) && history.iter().any(|m| m.starts_with("pears")));
+    let first = h.runtime.store.history("test:1").await.unwrap()[0].id;
+    llm.add_script(Script::new(
+        "read it back",
+        vec![Reply::tool("chat_history_info", json!({ "message_id": first })), Reply::text("read")],
+    ));
+    h.send(1, "read it back");
+    assert_eq!(h.reply().await.text, "read");
+    let last = llm.requests().last().unwrap().clone();
+    let tool_result = last["messages"].as_array().unwrap().iter().rev().find(|m| m["role"] == "tool").unwrap().clone();
+    assert!(tool_result["content"].as_str().unwrap().contains("tell me about apples"), "{tool_result}");
+}
+
+#[actix::test]
+async fn a_failing_summary_still_answers_every_turn_within_the_limit_and_says_so_once() {
+    let llm = ScriptedLlm::start(vec![
+        Script::new("one", vec![Reply::text(&long("one", 1500))]),
+        Script::new("two", vec![Reply::text(&long("two", 1500))]),
+        Script::new("three", vec![Reply::text(&long("three", 1500))]),
+        Script::new("four", vec![Reply::text("four answered")]),
+        Script::containing(
+            COMPACT_REQUEST,
+            vec![Reply::Status(400, "{\"error\":{\"message\":\"no summaries today\"}}".into())],
+        ),
+    ])
+    .await;
+    let mut h = Harness::start(&llm.base_url(), &config(3000)).await;
+    let mut notices = Vec::new();
+    for turn in ["one", "two", "three", "four"] {
+        h.send(1, turn);
+        loop {
+            let out = h.reply().await;
+            if out.role == minibot_orchestrator::messages::OutboundRole::Answer {
+                assert!(!out.is_error, "{turn}: {}", out.text);
+                break;
+            }
+            notices.push(out.text);
+        }
+    }
+    assert_eq!(notices.iter().filter(|n| n.as_str() == ERROR_NOTICE).count(), 1, "told once: {notices:?}");
+    // The model's context is not known (a test model): requests stay within a quarter above the budget.
+    for request in llm.requests().iter().filter(|r| !contents(r).concat().contains(COMPACT_REQUEST)) {
+        assert!(tokens_of(request) < 3750, "a request over the limit: {} tokens", tokens_of(request));
+    }
+    let last = contents(llm.requests().last().unwrap());
+    assert!(last.iter().any(|c| c == "four"));
+    assert!(!last.iter().any(|c| c.starts_with("one:")), "the oldest turn was left out of the request");
+    assert_eq!(h.history(1).await.len(), 8, "nothing was deleted");
+}
