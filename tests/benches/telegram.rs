@@ -278,7 +278,7 @@ async fn soak_run(
         messages as f64 / elapsed.as_secs_f64(),
         percentile(&wave_times, 0.5).as_secs_f64() * 1e3,
         percentile(&wave_times, 0.99).as_secs_f64() * 1e3,
-        llm.requests().len()
+        llm.largest_request().1
     );
     Ok(())
 }
