@@ -64,6 +64,37 @@ pub fn summary_messages(summary: &Summary) -> [Message; 2] {
     [Message::User(note), Message::assistant_text(summary.text.clone())]
 }
 
+/// [`minibot_agent::compaction::rough_upper_tokens`] over several runs of messages, without joining them.
+pub fn rough_total(parts: &[&[Message]]) -> u64 {
+    parts.iter().map(|part| minibot_agent::compaction::rough_upper_tokens(part)).sum()
+}
+
+/// The tokens of several runs of messages (each counted with its own framing: a few tokens over the joined
+/// count, never under).
+pub fn count_total(parts: &[&[Message]], model: &str) -> u64 {
+    parts.iter().map(|part| minibot_llm::count_tokens(part, &[], model)).sum()
+}
+
+/// The size of a turn's tool schemas: a bound that needs no tokenizer, and the count, made once when needed.
+pub struct ToolSize {
+    specs: Vec<minibot_llm::ToolSpec>,
+    /// Half the bytes of the schemas, plus a little per tool.
+    pub rough: u64,
+    counted: Option<u64>,
+}
+
+impl ToolSize {
+    pub fn new(specs: Vec<minibot_llm::ToolSpec>) -> Self {
+        let bytes: usize =
+            specs.iter().map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len()).sum();
+        Self { rough: (bytes / 2 + specs.len() * 16) as u64, specs, counted: None }
+    }
+
+    pub fn tokens(&mut self, model: &str) -> u64 {
+        *self.counted.get_or_insert_with(|| minibot_llm::count_tokens(&[], &self.specs, model))
+    }
+}
+
 /// The tokens of `messages` for `model`, or a number below `limit` when they are clearly under it.
 pub fn measure(messages: &[Message], model: &str, limit: u64) -> u64 {
     let rough = minibot_agent::compaction::rough_upper_tokens(messages);
@@ -144,9 +175,8 @@ impl Job {
 
     async fn summarise(&self, rt: &Runtime) -> Result<Summary, String> {
         let earlier = rt.store.latest_summary(&self.session).await.map_err(|e| e.to_string())?;
-        let rows = rt.store.history(&self.session).await.map_err(|e| e.to_string())?;
         let through = earlier.as_ref().map_or(i64::MIN, |s| s.through_id);
-        let rows: Vec<_> = rows.into_iter().filter(|row| row.id > through).collect();
+        let rows = rt.store.history_after(&self.session, through).await.map_err(|e| e.to_string())?;
         let Some(last) = rows.last().map(|row| row.id) else { return Err("nothing to compact".into()) };
         // Full tool results: the summary model gets what happened, not the previews the chat model gets.
         let messages = crate::transcript::history_messages_whole(rows);

@@ -49,7 +49,13 @@ pub async fn run_turn(
         task_handoff: rt.take_handoffs(&inbound.event_id),
         reply_to: inbound.message_id,
     };
-    let history = match rt.store.history(&session).await {
+    // The summary stands in for the messages it covers (they stay in the store): only those after it are read.
+    let summary = rt.store.latest_summary(&session).await.unwrap_or_else(|error| {
+        tracing::warn!(session = %session, error = %error, "cannot read the chat's summary; sending its history");
+        None
+    });
+    let after = summary.as_ref().map_or(i64::MIN, |s| s.through_id);
+    let history = match rt.store.history_after(&session, after).await {
         Ok(history) => history,
         Err(error) => {
             tracing::error!(session = %session, error = %error, "cannot read history");
@@ -114,32 +120,25 @@ pub async fn run_turn(
     // The chat may have switched models (`/model`); the turn keeps the one it started with.
     let model = rt.model_for(&session);
     let limits = compaction::Limits::for_model(&rt, &model);
-    // The tools' schemas go with every request: they count against the budget like the history.
-    let tools_tokens = match limits {
-        Some(_) => minibot_llm::count_tokens(&[], &tools.specs(), &model.settings.model),
-        None => 0,
-    };
-    let history = match rt.store.latest_summary(&session).await {
-        Ok(summary) => {
-            // The summary stands in for the messages it covers; they stay in the store.
-            let after = summary.as_ref().map_or(i64::MIN, |s| s.through_id);
-            let rows = history.into_iter().filter(|row| row.id > after).collect();
-            let mut messages: Vec<Message> =
-                summary.as_ref().map(compaction::summary_messages).map(Vec::from).unwrap_or_default();
-            messages.extend(transcript::history_messages(rows, tools.get(transcript::HISTORY_READER).is_some()));
-            messages
-        }
-        Err(error) => {
-            tracing::warn!(session = %session, error = %error, "cannot read the chat's summary; sending its history");
-            transcript::history_messages(history, tools.get(transcript::HISTORY_READER).is_some())
-        }
-    };
+    // The tools' schemas go with every request: they count against the budget like the history. Counted with
+    // the tokenizer only when a cheap bound says the budget may be near.
+    let mut tool_size = compaction::ToolSize::new(if limits.is_some() { tools.specs() } else { Vec::new() });
+    let mut messages: Vec<Message> =
+        summary.as_ref().map(compaction::summary_messages).map(Vec::from).unwrap_or_default();
+    messages.extend(transcript::history_messages(history, tools.get(transcript::HISTORY_READER).is_some()));
+    let history = messages;
     // Never more than the model takes: a history that a failed compaction left too long goes in part.
     let history = match limits {
         Some(limits) => {
             let prompt = [Message::System(system_prompt.clone()), Message::User(inbound.text.clone())];
-            let fixed = minibot_llm::count_tokens(&prompt, &[], &model.settings.model) + tools_tokens;
-            let (kept, dropped) = compaction::fit_history(history, fixed, limits.hard_limit, &model.settings.model);
+            let model_name = &model.settings.model;
+            let (kept, dropped) = if compaction::rough_total(&[&prompt, &history]) + tool_size.rough < limits.hard_limit
+            {
+                (history, 0)
+            } else {
+                let fixed = minibot_llm::count_tokens(&prompt, &[], model_name) + tool_size.tokens(model_name);
+                compaction::fit_history(history, fixed, limits.hard_limit, model_name)
+            };
             if dropped > 0 {
                 tracing::warn!(session = %session, dropped, "history over the model's limit; sending its latest turns");
             }
@@ -147,8 +146,6 @@ pub async fn run_turn(
         }
         None => history,
     };
-    // Kept to size up the next request after the turn (only when the model's limits are known).
-    let history_sent = if limits.is_some() { history.clone() } else { Vec::new() };
     // MiniBot's Responses cache key: one per user (or chat), so a user's turns share the cached prefix.
     let keys = RequestKeys {
         cache_key: Some(format!("{}:{}", inbound.channel, inbound.user_id.unwrap_or(inbound.chat_id))),
@@ -185,7 +182,7 @@ pub async fn run_turn(
             model: &model.settings,
             tools: &tools,
             system_prompt: format!("{system_prompt}\n\n{RETRY_SUFFIX}"),
-            history,
+            history: history.clone(),
             user_message: inbound.text.clone(),
             limits: rt.limits,
             context,
@@ -220,12 +217,14 @@ pub async fn run_turn(
             }
             // What the next request will carry: this turn's history plus what the turn added.
             let compaction = limits.filter(|_| stored.is_ok()).and_then(|limits| {
-                let mut next = vec![Message::System(system_prompt.clone())];
-                next.extend(history_sent.iter().cloned());
-                next.extend(outcome.messages.iter().cloned());
-                next.push(Message::assistant_text(outcome.answer.clone()));
-                let room = limits.threshold.saturating_sub(tools_tokens);
-                let tokens = compaction::measure(&next, &model.settings.model, room) + tools_tokens;
+                let (system, answer) =
+                    ([Message::System(system_prompt.clone())], [Message::assistant_text(outcome.answer.clone())]);
+                let next: [&[Message]; 4] = [&system, &history, &outcome.messages, &answer];
+                let model_name = &model.settings.model;
+                let tokens = match compaction::rough_total(&next) + tool_size.rough {
+                    rough if rough < limits.threshold => rough,
+                    _ => compaction::count_total(&next, model_name) + tool_size.tokens(model_name),
+                };
                 (tokens >= limits.threshold).then(|| compaction::Job {
                     session: session.clone(),
                     channel: inbound.channel.clone(),

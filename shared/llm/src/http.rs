@@ -175,6 +175,14 @@ impl Transport {
     }
 }
 
+/// A transport for unit tests of the answer parsers.
+#[cfg(test)]
+pub(crate) fn test_transport() -> Transport {
+    let config =
+        minibot_config::Config::from_toml("[llm]\napi_key = \"k\"\n", "t.toml", ".", &|_| None).expect("test config");
+    Transport::new(&config.main_llm()).expect("test transport")
+}
+
 pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();

@@ -86,30 +86,16 @@ pub fn provider_for(endpoint: &LlmEndpoint) -> Result<Arc<dyn ChatProvider>> {
     if !endpoint.api_format.is_callable() {
         return Err(LlmError::Unsupported(endpoint.api_format.as_str().into()));
     }
-    let client: Box<dyn ChatProvider> = match endpoint.api_format {
-        ApiFormat::OpenAi | ApiFormat::OpenRouter => Box::new(OpenAiChat::new(endpoint)?),
-        ApiFormat::OpenAiResponses => Box::new(OpenAiResponses::new(endpoint)?),
-        ApiFormat::Claude => Box::new(Anthropic::new(endpoint)?),
-        ApiFormat::Google => Box::new(Gemini::new(endpoint)?),
+    let client: Arc<dyn ChatProvider> = match endpoint.api_format {
+        ApiFormat::OpenAi | ApiFormat::OpenRouter => Arc::new(OpenAiChat::new(endpoint)?),
+        ApiFormat::OpenAiResponses => Arc::new(OpenAiResponses::new(endpoint)?),
+        ApiFormat::Claude => Arc::new(Anthropic::new(endpoint)?),
+        ApiFormat::Google => Arc::new(Gemini::new(endpoint)?),
         // Needs ChatGPT's OAuth login file; refused at start-up by the feature table.
         ApiFormat::ChatgptCodex => return Err(LlmError::Unsupported(endpoint.api_format.as_str().into())),
     };
     let policy = RetryPolicy { attempts: endpoint.retry_attempts + 1, base: endpoint.retry_delay };
     Ok(Arc::new(Masking::new(ShapedTools::new(Retrying::new(client, policy)), endpoint.redactor.clone())))
-}
-
-impl<P: ChatProvider + ?Sized> ChatProvider for Box<P> {
-    fn complete<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<ChatResponse>> {
-        (**self).complete(request)
-    }
-
-    fn stream<'a>(
-        &'a self,
-        request: &'a ChatRequest,
-        on_text: &'a TextSink<'a>,
-    ) -> BoxFuture<'a, Result<ChatResponse>> {
-        (**self).stream(request, on_text)
-    }
 }
 
 /// reqwest is built without a default TLS crypto backend (aws-lc takes minutes to build); ring serves instead.

@@ -33,6 +33,7 @@ impl SchemaPolicy {
     /// The tools as this policy sends them.
     pub fn apply<'t>(self, tools: &'t [ToolSpec]) -> Cow<'t, [ToolSpec]> {
         match self {
+            _ if tools.is_empty() => Cow::Borrowed(tools),
             Self::AsWritten => Cow::Borrowed(tools),
             policy => Cow::Owned(
                 tools

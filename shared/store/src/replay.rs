@@ -41,35 +41,27 @@ pub trait CallShaped {
     fn tool_call_id(&self) -> Option<&str>;
 }
 
-impl CallShaped for StoredMessage {
-    fn role(&self) -> Role {
-        self.role
-    }
-    fn content(&self) -> &str {
-        &self.content
-    }
-    fn tool_calls_mut(&mut self) -> &mut Vec<StoredToolCall> {
-        &mut self.tool_calls
-    }
-    fn tool_call_id(&self) -> Option<&str> {
-        self.tool_call_id.as_deref()
-    }
+/// Stored rows and rows about to be stored have the same fields.
+macro_rules! call_shaped {
+    ($($kind:ty),*) => {$(
+        impl CallShaped for $kind {
+            fn role(&self) -> Role {
+                self.role
+            }
+            fn content(&self) -> &str {
+                &self.content
+            }
+            fn tool_calls_mut(&mut self) -> &mut Vec<StoredToolCall> {
+                &mut self.tool_calls
+            }
+            fn tool_call_id(&self) -> Option<&str> {
+                self.tool_call_id.as_deref()
+            }
+        }
+    )*};
 }
 
-impl CallShaped for TurnMessage {
-    fn role(&self) -> Role {
-        self.role
-    }
-    fn content(&self) -> &str {
-        &self.content
-    }
-    fn tool_calls_mut(&mut self) -> &mut Vec<StoredToolCall> {
-        &mut self.tool_calls
-    }
-    fn tool_call_id(&self) -> Option<&str> {
-        self.tool_call_id.as_deref()
-    }
-}
+call_shaped!(StoredMessage, TurnMessage);
 
 /// Keeps each assistant message's calls that a result right after it answers, and those results; drops a
 /// result that answers no call of the message before it (a leading one included). An assistant message left

@@ -137,16 +137,22 @@ impl Store {
     /// The session's messages, oldest first, full text: the latest `max_history_messages` when that is set,
     /// less any tool results at the front whose call fell outside that window.
     pub async fn history(&self, session_id: &str) -> Result<Vec<StoredMessage>> {
+        self.history_after(session_id, i64::MIN).await
+    }
+
+    /// [`Store::history`] after message `after_id` only (those a compaction summary does not stand in for).
+    pub async fn history_after(&self, session_id: &str, after_id: i64) -> Result<Vec<StoredMessage>> {
         let limit = self.max_history_messages.map_or(-1, i64::from);
         let rows = sqlx::query(concat!(
             "SELECT ",
             columns!(),
-            " FROM messages WHERE session_id = ?1 AND id >= ",
+            " FROM messages WHERE session_id = ?1 AND id > ?3 AND id >= ",
             first_kept_id!(),
             " ORDER BY id ASC"
         ))
         .bind(session_id)
         .bind(limit)
+        .bind(after_id)
         .fetch_all(&self.pool)
         .await?;
         Ok(rows.iter().filter_map(stored_message).collect())

@@ -239,8 +239,7 @@ mod tests {
     use serde_json::json;
 
     fn transport() -> Transport {
-        let config = minibot_config::Config::from_toml("[llm]\napi_key = \"k\"\n", "t.toml", ".", &|_| None).unwrap();
-        Transport::new(&config.main_llm()).unwrap()
+        crate::http::test_transport()
     }
 
     #[test]

@@ -21,6 +21,20 @@ async fn fail(client: &dyn ChatProvider, model: &str) -> LlmError {
     client.complete(&request).await.expect_err("the call fails")
 }
 
+/// A server that accepts connections (the kernel does, from the backlog) and never says a word; its port, and
+/// the task holding the connections (abort it to close them).
+async fn silent_server() -> (u16, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let holder = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    (port, holder)
+}
+
 /// A port on loopback where nothing listens: bound, then closed.
 fn closed_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -40,15 +54,7 @@ async fn nothing_listening_is_connection_refused_at_the_url() {
 
 #[tokio::test]
 async fn a_server_that_never_answers_times_out_after_the_configured_seconds() {
-    // Accepts the connection (the kernel does, from the backlog) and never says a word.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let holder = tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((socket, _)) = listener.accept().await {
-            held.push(socket);
-        }
-    });
+    let (port, holder) = silent_server().await;
     let started = Instant::now();
     let error = fail(&client(&format!("http://127.0.0.1:{port}/v1"), "request_timeout_seconds = 1\n"), "m").await;
     holder.abort();
@@ -65,14 +71,7 @@ async fn a_server_that_never_answers_times_out_after_the_configured_seconds() {
 
 #[tokio::test]
 async fn a_server_that_goes_quiet_fails_on_the_read_setting_long_before_the_request_limit() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let holder = tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((socket, _)) = listener.accept().await {
-            held.push(socket);
-        }
-    });
+    let (port, holder) = silent_server().await;
     let started = Instant::now();
     let settings = "request_timeout_seconds = 20\nsock_read_timeout_seconds = 0.5\n";
     let error = fail(&client(&format!("http://127.0.0.1:{port}/v1"), settings), "m").await;
