@@ -49,6 +49,11 @@ impl Terminal {
     }
 
     /// Types a line and presses Enter.
+    /// The pid of the `script` process; the console runs below it.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn type_line(&mut self, line: &str) {
         self.type_keys(&format!("{line}\r"));
     }

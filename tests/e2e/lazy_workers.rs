@@ -46,25 +46,39 @@ fn command_lines() -> Vec<(u32, String)> {
         .collect()
 }
 
-/// The worker processes `pid` started.
+/// Every process below `pid`, at any depth.
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut below = Vec::new();
+    let mut frontier = vec![pid];
+    while let Some(parent) = frontier.pop() {
+        let children = children_of(parent);
+        frontier.extend(&children);
+        below.extend(children);
+    }
+    below
+}
+
+/// The processes below `pid` whose command line is `… worker …`. At any depth: under `script` a shell may sit
+/// between the terminal and `minibot` (dash does not exec a `-c` command), so workers can be grandchildren.
 fn workers_of(pid: u32) -> Vec<u32> {
     let lines = command_lines();
-    children_of(pid)
+    descendants(pid)
         .into_iter()
         .filter(|child| lines.iter().any(|(p, line)| p == child && line.contains(" worker")))
         .collect()
 }
 
-/// The `minibot console` process for this config (the terminal runs it under `script`).
-async fn console_pid(home: &Home) -> u32 {
+/// The root of the console's process tree (the `script` process the terminal started), once `minibot console`
+/// runs below it, so "no worker yet" is not read from a tree that has not started.
+async fn console_pid(terminal: &Terminal, home: &Home) -> u32 {
     let config = home.config().display().to_string();
+    let root = terminal.pid();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let found = command_lines()
-            .into_iter()
-            .find(|(_, line)| line.contains(" console ") && line.contains(&config) && !line.starts_with("script"));
-        if let Some((pid, _)) = found {
-            return pid;
+        let lines = command_lines();
+        let below = descendants(root);
+        if lines.iter().any(|(p, line)| below.contains(p) && line.contains(" console ") && line.contains(&config)) {
+            return root;
         }
         assert!(Instant::now() < deadline, "no minibot console process for {config}");
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -130,7 +144,7 @@ async fn an_idle_console_runs_no_worker_and_a_task_starts_them_again_after_they_
     let home = Home::new(&llm.base_url(), &tasks_section());
     let mut terminal = Terminal::start(&home);
     terminal.wait_for("you> ").await;
-    let pid = console_pid(&home).await;
+    let pid = console_pid(&terminal, &home).await;
     // Longer than a worker takes to start: one started at boot would show by now.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(workers_of(pid), Vec::<u32>::new(), "an idle console starts no worker");
@@ -245,7 +259,7 @@ async fn a_task_left_queued_by_an_earlier_run_starts_the_workers_at_boot() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(requests_for(&llm, "first job"), 1);
-    let pid = console_pid(&home).await;
+    let pid = console_pid(&terminal, &home).await;
     until_no_worker(pid, Duration::from_secs(IDLE_SECONDS + 10)).await;
     terminal.exit().await;
 }
