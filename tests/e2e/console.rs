@@ -529,3 +529,58 @@ async fn piped_input_answers_approval_questions_and_denies_them_at_the_end() {
         }
     }
 }
+
+/// Piped lines are on no screen: each is shown after the prompt before what answers it, so answers of several
+/// lines stay apart. Piped stdout still holds the answers alone (the line goes with the banner, to stderr), and a
+/// terminal, where the answers stream, shows the same exchange as stdout and stderr of a pipe together.
+#[tokio::test]
+async fn piped_lines_are_shown_before_their_answers_and_a_terminal_shows_the_same() {
+    let llm = ScriptedLlm::start(vec![
+        Script::new("one", vec![Reply::text("First line.\nSecond line.")]),
+        Script::new("two", vec![Reply::text("Third line.\nFourth line.")]),
+    ])
+    .await;
+    llm.set_stream_gap(Duration::from_millis(150));
+    let home = Home::new(&llm.base_url(), "");
+    let output = run_with_input(home.minibot(&["console", "--plain"]), "one\ntwo\n").await;
+    assert!(output.status.success(), "stderr: {}", stderr(&output));
+    assert_eq!(stdout(&output), "First line.\nSecond line.\nThird line.\nFourth line.\n");
+    let shown = stderr(&output);
+    let one = shown.find("\nyou> one\n").unwrap_or_else(|| panic!("{shown}"));
+    let two = shown.find("\nyou> two\n").unwrap_or_else(|| panic!("{shown}"));
+    assert!(one < two, "{shown}");
+
+    let shell = |end: &str| {
+        format!(
+            "printf 'one\\ntwo\\n' | {} console --plain --config {}{end}",
+            minibot_e2e::binary("minibot").display(),
+            home.config().display()
+        )
+    };
+    let mut piped = std::process::Command::new("sh");
+    piped.args(["-c", &shell(" 2>&1")]).env_remove("OPENAI_API_KEY").env_remove("MINIBOT_CONFIG");
+    let piped = run_with_input(piped, "").await;
+    let piped = stdout(&piped);
+    let from = piped.find("you> one").unwrap_or_else(|| panic!("{piped}"));
+    let expected = "you> one\nFirst line.\nSecond line.\nyou> two\nThird line.\nFourth line.\n";
+    assert_eq!(&piped[from..], expected);
+
+    let mut terminal = std::process::Command::new("script");
+    terminal
+        .args(["-qfec", &shell(""), "/dev/null"])
+        .current_dir(std::env::temp_dir())
+        .env("TERM", "xterm")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("MINIBOT_CONFIG")
+        .env_remove("RUST_LOG");
+    let output = run_with_input(terminal, "").await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let screen = stdout(&output);
+    assert!(screen.contains("First l"), "the answer did not stream: {screen:?}");
+    let mut rows = crate::streaming::render(&screen, 80);
+    while rows.last().is_some_and(String::is_empty) {
+        rows.pop();
+    }
+    let first = rows.iter().position(|row| row == "you> one").unwrap_or_else(|| panic!("{rows:#?}"));
+    assert_eq!(rows[first..].join("\n") + "\n", expected, "{screen:?}");
+}

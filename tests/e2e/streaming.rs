@@ -51,10 +51,14 @@ async fn the_console_shows_the_answer_as_it_is_written_and_prints_it_once() {
         drawn += 1;
         // Each time the whole text is on the screen it is the live row, redrawn above the status line; an answer
         // printed again would stand alone above the prompt.
-        let after = &screen[at + ANSWER.len()..];
-        assert!(after.trim_start_matches(['\r', '\n']).starts_with("\x1b[2m"), "printed again: {screen:?}");
+        // (`/exit`, typed before the turn ended, waits under the live row.)
+        let after = screen[at + ANSWER.len()..].trim_start_matches(['\r', '\n']);
+        let after = after.strip_prefix("you> /exit").unwrap_or(after).trim_start_matches(['\r', '\n']);
+        assert!(after.starts_with("\x1b[2m"), "printed again: {screen:?}");
     }
     assert!(drawn >= 1, "{screen:?}");
+    let rows = render(&screen, 80);
+    assert_eq!(rows.iter().filter(|row| row.contains(ANSWER)).count(), 1, "{rows:#?}");
 }
 
 #[tokio::test]
@@ -114,6 +118,190 @@ async fn stop_mid_stream_keeps_the_shown_text_marked_as_cut_and_the_history_has_
     let output = minibot_e2e::run(home.minibot(&["console", "--once", "what did you say?"])).await;
     assert_eq!(stdout(&output), "Only the start.\n", "{}", stderr(&output));
     assert_eq!(last_assistant_texts(&llm), [cut]);
+}
+
+/// The rows a terminal of `columns` columns shows after `output` (trailing blanks cut), as tall as it needs. It
+/// knows the few sequences the console and its line editor write: cursor moves, erasing; colours and modes are
+/// ignored. The pseudo-terminal already turned each line feed into a carriage return and a line feed.
+pub(crate) fn render(output: &str, columns: usize) -> Vec<String> {
+    let mut rows: Vec<Vec<char>> = vec![Vec::new()];
+    let (mut row, mut col) = (0usize, 0usize);
+    // The cursor sits after the last column: the next character starts a new row.
+    let mut at_edge = false;
+    let mut chars = output.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' => col = 0,
+            '\n' => row += 1,
+            '\x08' => col = col.saturating_sub(1),
+            '\x07' => {}
+            '\x1b' => match chars.next() {
+                Some('[') => {
+                    let mut params = String::new();
+                    let mut command = ' ';
+                    for p in chars.by_ref() {
+                        if ('@'..='~').contains(&p) {
+                            command = p;
+                            break;
+                        }
+                        params.push(p);
+                    }
+                    let n: usize =
+                        params.trim_start_matches('?').split(';').next().and_then(|n| n.parse().ok()).unwrap_or(0);
+                    let by = n.max(1);
+                    rows.resize_with(rows.len().max(row + 1), Vec::new);
+                    match command {
+                        'A' => row = row.saturating_sub(by),
+                        'B' => row += by,
+                        'C' => col = (col + by).min(columns - 1),
+                        'D' => col = col.saturating_sub(by),
+                        'G' => col = by - 1,
+                        'H' => (row, col) = (0, 0),
+                        'K' if n == 2 => rows[row].clear(),
+                        'K' if n == 1 => rows[row].iter_mut().take(col + 1).for_each(|c| *c = ' '),
+                        'K' => rows[row].truncate(col),
+                        'J' if n == 2 => rows.iter_mut().for_each(Vec::clear),
+                        'J' => {
+                            rows[row].truncate(col);
+                            rows.truncate(row + 1);
+                        }
+                        _ => {}
+                    }
+                }
+                Some(']') => {
+                    // An operating system command: up to BEL or ESC \.
+                    while let Some(p) = chars.next() {
+                        if p == '\x07' || (p == '\x1b' && chars.next_if_eq(&'\\').is_some()) {
+                            break;
+                        }
+                    }
+                }
+                _ => {}
+            },
+            c => {
+                if at_edge {
+                    (row, col) = (row + 1, 0);
+                }
+                rows.resize_with(rows.len().max(row + 1), Vec::new);
+                let line = &mut rows[row];
+                line.resize(line.len().max(col), ' ');
+                if col < line.len() {
+                    line[col] = c;
+                } else {
+                    line.push(c);
+                }
+                if col + 1 < columns {
+                    col += 1;
+                } else {
+                    at_edge = true;
+                    continue;
+                }
+            }
+        }
+        at_edge = false;
+        rows.resize_with(rows.len().max(row + 1), Vec::new);
+    }
+    rows.into_iter().map(|r| r.into_iter().collect::<String>().trim_end().to_string()).collect()
+}
+
+/// The rows of the console's screen from the first that contains `from`, without the empty rows at the end.
+fn rows_from(screen: &str, from: &str) -> Vec<String> {
+    let mut rows = render(screen, 80);
+    let first = rows.iter().position(|r| r.contains(from)).unwrap_or_else(|| panic!("no {from:?} in {rows:#?}"));
+    while rows.last().is_some_and(String::is_empty) {
+        rows.pop();
+    }
+    rows.split_off(first)
+}
+
+/// A status row: its spinner frame, then what the turn does.
+fn is_status(row: &str) -> bool {
+    row.contains(" · step ") && row.ends_with('s')
+}
+
+/// Waits until the turn is over (no status row on the screen), failing after 30 s.
+async fn until_idle(terminal: &Terminal) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while render(&terminal.screen(), 80).iter().any(|row| is_status(row)) {
+        assert!(Instant::now() < deadline, "the turn never ended: {:#?}", render(&terminal.screen(), 80));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[test]
+fn the_screen_model_follows_the_line_editor() {
+    let rows = render("you> ab\r\ntext\r\nstatus\x1b[1A\r\x1b[2Kover\r\nx\x1b[31my\x1b[0m\x1b[1D\x1b[K", 80);
+    assert_eq!(rows, ["you> ab", "over", "x"]);
+    assert_eq!(render("abcdef", 3), ["abc", "def"]);
+}
+
+/// While the text streams, the status line stays right under it and the prompt under that: each piece and each
+/// tick of the status line redraw those rows instead of adding to them.
+#[tokio::test]
+async fn the_status_line_stays_under_the_text_as_it_streams() {
+    let llm = ScriptedLlm::start(vec![slow_model("write slowly", ANSWER)]).await;
+    llm.set_stream_gap(GAP);
+    let home = Home::new(&llm.base_url(), "");
+    let mut terminal = Terminal::start(&home);
+    terminal.wait_for("you> ").await;
+    terminal.type_line("write slowly");
+    for piece in [FIRST_PIECE, "The quick brown fox jumps over"] {
+        terminal.wait_for(piece).await;
+        // A few ticks of the status line.
+        tokio::time::sleep(Duration::from_millis(450)).await;
+        let rows = rows_from(&terminal.screen(), "you> write slowly");
+        assert_eq!(rows.len(), 4, "{rows:#?}");
+        // (The next piece may have come meanwhile on a slow machine.)
+        assert!(rows[1].starts_with(piece), "{rows:#?}");
+        assert!(is_status(&rows[2]) && rows[2].contains("thinking · step 1"), "{rows:#?}");
+        assert_eq!(rows[3], "you>", "{rows:#?}");
+    }
+    until_idle(&terminal).await;
+    let screen = terminal.exit().await;
+    let rows = rows_from(&screen, "you> write slowly");
+    assert_eq!(rows, ["you> write slowly", ANSWER, "you> /exit"], "the status line stayed, or a row is empty");
+}
+
+/// Typing while the text streams keeps the typed text on the prompt; a line entered then waits under the text
+/// until it is complete, and an empty one leaves nothing. No stale status line or half line stays behind.
+#[tokio::test]
+async fn a_line_entered_while_the_answer_streams_is_redrawn_under_it() {
+    let llm = ScriptedLlm::start(vec![
+        slow_model("write slowly", ANSWER),
+        Script::new("and the cat", vec![Reply::text("The cat sleeps.")]),
+    ])
+    .await;
+    llm.set_stream_gap(GAP);
+    let home = Home::new(&llm.base_url(), "");
+    let mut terminal = Terminal::start(&home);
+    terminal.wait_for("you> ").await;
+    terminal.type_line("write slowly");
+    terminal.wait_for(FIRST_PIECE).await;
+    terminal.type_keys("\r");
+    // Apart, as a person types: keys read with the Enter before them are dropped with that line.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    terminal.type_keys("and the");
+    tokio::time::sleep(Duration::from_millis(450)).await;
+    let screen = terminal.screen();
+    let rows = rows_from(&screen, "you> write slowly");
+    assert_eq!(rows.len(), 4, "the empty line stayed: {rows:#?}");
+    assert_eq!(rows[3], "you> and the", "the typed text is not on the prompt: {rows:#?} {screen:?}");
+    terminal.type_line(" cat");
+    tokio::time::sleep(Duration::from_millis(450)).await;
+    let rows = rows_from(&terminal.screen(), "you> write slowly");
+    if !rows.iter().any(|r| r.contains("lazy dog")) {
+        // Still streaming: the line waits under the text, over the status line.
+        assert_eq!(rows.len(), 5, "{rows:#?}");
+        assert!(rows[1].starts_with(FIRST_PIECE), "{rows:#?}");
+        assert_eq!(rows[2], "you> and the cat", "{rows:#?}");
+        assert!(is_status(&rows[3]), "{rows:#?}");
+        assert_eq!(rows[4], "you>", "{rows:#?}");
+    }
+    terminal.wait_for("The cat sleeps.").await;
+    until_idle(&terminal).await;
+    let screen = terminal.exit().await;
+    let rows = rows_from(&screen, "you> write slowly");
+    assert_eq!(rows, ["you> write slowly", ANSWER, "you> and the cat", "The cat sleeps.", "you> /exit"], "{screen:?}");
 }
 
 // ---- Telegram ----

@@ -5,11 +5,11 @@
 use super::approvals::Questions;
 use super::awaiting::Awaiting;
 use super::commands::{self, Command};
-use super::screen::{EditorScreen, Screen};
+use super::screen::{EditorScreen, Entered, PROMPT, Screen};
 use crate::messages::StopTurn;
 use actix::Recipient;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
@@ -35,9 +35,9 @@ pub struct Interrupts {
 pub fn spawn_editor(interrupts: Interrupts) -> Option<(Box<dyn Screen>, UnboundedReceiver<Event>)> {
     let mut editor = rustyline::DefaultEditor::new().ok()?;
     let printer = editor.create_external_printer().ok()?;
-    let displaced = Arc::new(AtomicBool::new(false));
+    let entered = Entered::default();
     let columns = Arc::new(AtomicUsize::new(80));
-    let screen = EditorScreen::new(Box::new(printer), displaced.clone(), columns.clone());
+    let screen = EditorScreen::new(Box::new(printer), entered.clone(), columns.clone());
     let (events, receiver) = unbounded_channel();
     std::thread::spawn(move || {
         let mut last_interrupt: Option<Instant> = None;
@@ -46,9 +46,11 @@ pub fn spawn_editor(interrupts: Interrupts) -> Option<(Box<dyn Screen>, Unbounde
             if let Some((width, _)) = editor.dimensions() {
                 columns.store(usize::from(width), Ordering::Relaxed);
             }
-            let read = editor.readline("you> ");
-            // The prompt moved below the line just finished, so the status line is no longer right above it.
-            displaced.store(true, Ordering::SeqCst);
+            let read = editor.readline(PROMPT);
+            // The prompt moved below the line just finished, so the screen's rows are no longer right above it.
+            // (The line editor's custom key bindings, which could tell it before the move, are not built in.) A
+            // line given up with Ctrl-C has a length the screen does not know.
+            entered.push(read.as_ref().ok().cloned());
             match read {
                 Ok(line) => {
                     let _ = editor.add_history_entry(line.as_str());

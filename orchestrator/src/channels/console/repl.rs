@@ -2,10 +2,10 @@
 //! slash commands ([`super::commands`]) and sends the rest to the chat's conversation.
 //!
 //! With stdin not a terminal (a pipe, a file) each line is sent only once the one before it is answered, so
-//! every line gets its own answer instead of being steered into the turn before; a line is still taken while an
-//! approval question waits, since it may be the reply. At the end of input or `/exit` the console waits for
-//! the answers to every message it accepted (and every message of its chat resumed at start) before it returns
-//! and the stores close.
+//! every line gets its own answer instead of being steered into the turn before, and is shown after the prompt
+//! (no terminal echoes it); a line is still taken while an approval question waits, since it may be the reply.
+//! At the end of input or `/exit` the console waits for the answers to every message it accepted (and every
+//! message of its chat resumed at start) before it returns and the stores close.
 
 use super::actor::{CHANNEL, Console, Flush, Info};
 use super::approvals::{ConsoleApprovals, Notice, Questions, is_reply};
@@ -13,7 +13,7 @@ use super::awaiting::Awaiting;
 use super::banner::banner;
 use super::commands::{self, Command};
 use super::input::{self, Event, Interrupts};
-use super::screen::{PlainScreen, Screen};
+use super::screen::{PROMPT, PlainScreen, Screen};
 use crate::cli::ConsoleArgs;
 use crate::messages::{Inbound, Intake, NewSession, ReplayPending, StopTurn, session_id};
 use crate::runtime::Runtime;
@@ -67,7 +67,16 @@ pub async fn run_repl(intake: Intake, rt: Arc<Runtime>, options: &ConsoleArgs) -
     if !replayed.is_empty() {
         console.do_send(Notice(format!("(resuming {} message(s) interrupted by a restart)", replayed.len())));
     }
-    let repl = Repl { intake, rt, console, awaiting, questions, chat_id: options.chat_id, user_id: options.user_id };
+    let repl = Repl {
+        intake,
+        rt,
+        console,
+        awaiting,
+        questions,
+        chat_id: options.chat_id,
+        user_id: options.user_id,
+        echo: paced,
+    };
     loop {
         if paced {
             repl.until_answered_or_asked().await;
@@ -99,6 +108,9 @@ struct Repl {
     questions: Questions,
     chat_id: i64,
     user_id: i64,
+    /// Piped lines are not on the screen (no terminal echoes them): each is shown as `you> …` before what answers
+    /// it, so a reader sees where one answer ends and the next exchange starts.
+    echo: bool,
 }
 
 impl Repl {
@@ -120,6 +132,10 @@ impl Repl {
     /// Handles one line; answers `false` when the user quits.
     async fn line(&self, line: &str) -> bool {
         let text = line.trim();
+        if self.echo && !text.is_empty() {
+            // Through the console, so it comes after the answer before it and before this line's own output.
+            self.info(format!("{PROMPT}{text}"));
+        }
         let command = commands::parse(text);
         match &command {
             // They end the turn or the session: the open questions are denied, and they keep their meaning.

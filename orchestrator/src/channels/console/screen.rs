@@ -8,9 +8,12 @@
 use crate::terminal_text::for_terminal;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{IsTerminal, Write};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// The line editor's prompt; piped lines are shown after it too.
+pub const PROMPT: &str = "you> ";
 
 /// What the running turn is doing, for the status line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -202,6 +205,25 @@ impl Screen for PlainScreen {
 
 const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
+/// Up one row and clear it.
+const UP_AND_CLEAR: &str = "\x1b[1A\r\x1b[2K";
+
+/// The lines the user finished at the prompt since the screen last printed, as the input side reports them: the
+/// prompt moved below each, so it is no longer right under the rows the screen drew. `None`: a line whose length
+/// is unknown (Ctrl-C).
+#[derive(Clone, Default)]
+pub struct Entered(Arc<Mutex<Vec<Option<String>>>>);
+
+impl Entered {
+    pub fn push(&self, line: Option<String>) {
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(line);
+    }
+
+    fn take(&self) -> Vec<Option<String>> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
+    }
+}
+
 /// Text printed above the line editor's prompt (rustyline's external printer), so what the user is typing stays
 /// intact. The status line is the last line above the prompt and each update replaces it. `indicatif` cannot
 /// draw here: it would draw over the prompt the user types on.
@@ -209,52 +231,108 @@ const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '�
 /// Streamed text is wrapped here at word boundaries to the terminal's width: finished lines are printed for
 /// good, and the line being written is a live row above the status line, redrawn with each piece. The printer
 /// always ends a message with a line break, so a row that the terminal wrapped by itself could not be redrawn.
-/// Once the user pressed Enter, the rows above the prompt are the user's line: the unfinished line is drawn
-/// again under it and the old rows stay as they were.
+///
+/// A line the user enters while a turn runs is redrawn with the rows: while text streams it stays under that
+/// text (and over the status line) until the text is complete, so the answer is not cut in two by it; an empty
+/// one is erased.
 pub struct EditorScreen {
     printer: Box<dyn rustyline::ExternalPrinter + Send>,
-    /// Set by the input side when the user pressed Enter: the prompt moved down, so the lines above it are the
-    /// user's own line now, not the live rows.
-    displaced: Arc<AtomicBool>,
+    /// Set by the input side when the user presses Enter (or Ctrl-C).
+    entered: Entered,
     /// The terminal's width in columns, as the line editor last measured it.
     columns: Arc<AtomicUsize>,
-    /// Rows right above the prompt that the next print replaces: the live row of streamed text and the status
-    /// line (possibly stale).
+    /// Rows right above the prompt that the next print replaces: the live row of streamed text, the user's lines
+    /// held under it and the status line (possibly stale).
     rows: usize,
     /// The status line to keep under whatever is printed.
     current: Option<String>,
     /// The unfinished line of streamed text; `None` when nothing streams.
     live: Option<String>,
+    /// The user's lines entered while text streams, as drawn (one row each), under the live row.
+    held: Vec<String>,
 }
 
 impl EditorScreen {
     pub fn new(
         printer: Box<dyn rustyline::ExternalPrinter + Send>,
-        displaced: Arc<AtomicBool>,
+        entered: Entered,
         columns: Arc<AtomicUsize>,
     ) -> Self {
-        Self { printer, displaced, columns, rows: 0, current: None, live: None }
+        Self { printer, entered, columns, rows: 0, current: None, live: None, held: Vec::new() }
     }
 
-    /// Prints `text` (if any) in place of the live rows, then the live row of streamed text and the status line.
-    /// The printer ends every message with a newline and redraws the prompt below it.
+    /// The width streamed text is wrapped to: one column short, so the cursor never waits at the edge.
+    fn width(&self) -> usize {
+        self.columns.load(Ordering::Relaxed).max(20) - 1
+    }
+
+    /// Prints `text` (if any) in place of the rows, then the live row of streamed text, the user's lines held
+    /// under it and the status line. Every message ends with a newline; the line editor redraws the prompt below.
     fn emit(&mut self, text: Option<&str>) {
-        let mut message = String::new();
-        let displaced = self.displaced.swap(false, Ordering::SeqCst);
-        if !displaced {
-            // Up to each live row and clear it: the printer left the cursor at the start of the prompt's row.
-            message.push_str(&"\x1b[1A\r\x1b[2K".repeat(self.rows));
-        }
+        let (up, entered) = self.take_entered();
+        let mut message = UP_AND_CLEAR.repeat(up);
         let live = self.live.as_deref().filter(|line| !line.is_empty());
-        let shown: Vec<&str> = [text, live, self.current.as_deref()].into_iter().flatten().collect();
+        let shown: Vec<&str> = entered
+            .iter()
+            .map(String::as_str)
+            .chain(text)
+            .chain(live)
+            .chain(self.held.iter().map(String::as_str))
+            .chain(self.current.as_deref())
+            .collect();
+        if shown.is_empty() {
+            if up == 0 {
+                return;
+            }
+            // Nothing to show: onto the row above the cleared ones, so the line break that ends the message leaves
+            // no empty row over the prompt.
+            message.push_str("\x1b[1A");
+        }
         message.push_str(&shown.join("\n"));
-        self.rows = usize::from(live.is_some()) + usize::from(self.current.is_some());
+        // Ended here rather than by the printer: between two lines the editor is out of raw mode and the printer
+        // writes the message as it is.
+        message.push('\n');
+        self.rows = usize::from(live.is_some()) + self.held.len() + usize::from(self.current.is_some());
         let _ = self.printer.print(message);
+    }
+
+    /// The user's lines entered since the last print: how many rows over the prompt to redraw now (the screen's
+    /// rows and those lines), and those lines to print for good first. Lines entered while text streams are held
+    /// under it instead. With no rows drawn, or after a line of unknown length, the rows stay as they are.
+    fn take_entered(&mut self) -> (usize, Vec<String>) {
+        let entered = self.entered.take();
+        if entered.is_empty() {
+            return (self.rows, Vec::new());
+        }
+        if self.rows == 0 || entered.iter().any(Option::is_none) {
+            // What is on the screen above the prompt stays; the live row goes on under it.
+            self.held.clear();
+            return (0, Vec::new());
+        }
+        let columns = self.columns.load(Ordering::Relaxed).max(1);
+        let mut up = self.rows;
+        let mut fixed = Vec::new();
+        for line in entered.into_iter().flatten() {
+            // Drawn again by the screen, not the line editor: without control characters, as everything else.
+            let shown = format!("{PROMPT}{}", for_terminal(&line));
+            // As the editor drew it: the cursor after the last character starts a new row when the row is full.
+            up += columns_of(&shown) / columns + 1;
+            if line.trim().is_empty() {
+                continue;
+            }
+            if self.live.is_some() {
+                let width = self.width();
+                self.held.extend(wrapped(&shown, width));
+            } else {
+                fixed.push(shown);
+            }
+        }
+        (up, fixed)
     }
 
     /// Lines of streamed text that are finished, wrapped at the terminal's width; the rest stays live.
     fn finished_lines(&mut self) -> Vec<String> {
-        let width = self.columns.load(Ordering::Relaxed).max(20) - 1;
+        let width = self.width();
         let Some(live) = self.live.as_mut() else { return Vec::new() };
         let mut lines = Vec::new();
         loop {
@@ -276,22 +354,47 @@ impl EditorScreen {
     }
 }
 
+/// The columns a character takes: from U+1100 on two (most of them are wide).
+fn char_columns(c: char) -> usize {
+    if u32::from(c) >= 0x1100 { 2 } else { 1 }
+}
+
+fn columns_of(text: &str) -> usize {
+    text.chars().map(char_columns).sum()
+}
+
+/// `line` cut into rows of at most `width` columns, at word boundaries where it can.
+fn wrapped(line: &str, width: usize) -> Vec<String> {
+    let mut rest = line;
+    let mut rows = Vec::new();
+    while let Some(at) = wrap_at(rest, width) {
+        rows.push(rest[..at].to_string());
+        rest = rest[at..].trim_start_matches(' ');
+    }
+    rows.push(rest.to_string());
+    rows
+}
+
 /// Where a line wider than `width` columns breaks: after its last space that fits, else at the width. `None`
-/// when it fits. Characters from U+1100 on count as two columns (most of them are wide), so a row never wraps by
-/// itself.
+/// when it fits. Characters count as in [`char_columns`], so a row never wraps by itself.
 fn wrap_at(line: &str, width: usize) -> Option<usize> {
     let mut used = 0;
     let mut last_space = None;
     for (at, c) in line.char_indices() {
-        used += if u32::from(c) >= 0x1100 { 2 } else { 1 };
+        used += char_columns(c);
         if used > width {
-            return Some(last_space.filter(|space| *space > 0).unwrap_or(at));
+            return Some(last_space.filter(|space| *space > 0).unwrap_or(at).max(first_char_end(line)));
         }
         if c == ' ' {
             last_space = Some(at);
         }
     }
     None
+}
+
+/// Where the first character of `line` ends: a row holds at least one, so cutting always moves on.
+fn first_char_end(line: &str) -> usize {
+    line.chars().next().map_or(0, char::len_utf8)
 }
 
 impl Screen for EditorScreen {
@@ -325,10 +428,11 @@ impl Screen for EditorScreen {
         self.emit((!finished.is_empty()).then_some(text.as_str()));
     }
     fn partial_end(&mut self) {
-        // The live row is already on the screen: it stays there as it is instead of being printed again.
-        if self.live.take().is_some_and(|line| !line.is_empty()) {
-            self.rows = self.rows.saturating_sub(1);
-        }
+        // The live row and the user's lines under it are on the screen already: they stay there as they are
+        // instead of being printed again, and only the status line under them is redrawn from now on.
+        let Some(line) = self.live.take() else { return };
+        let kept = usize::from(!line.is_empty()) + std::mem::take(&mut self.held).len();
+        self.rows = self.rows.saturating_sub(kept);
         if self.current.is_none() && self.rows > 0 {
             // The turn is over and no answer is printed after the text: the stale status line goes now.
             self.emit(None);
@@ -338,7 +442,70 @@ impl Screen for EditorScreen {
 
 #[cfg(test)]
 mod tests {
-    use crate::channels::console::screen::{TurnStatus, wrap_at};
+    use crate::channels::console::screen::{EditorScreen, Entered, Screen, TurnStatus, UP_AND_CLEAR, wrap_at};
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::{Arc, Mutex};
+
+    /// Keeps what the screen sends the line editor's printer.
+    struct Printed(Arc<Mutex<Vec<String>>>);
+
+    impl rustyline::ExternalPrinter for Printed {
+        fn print(&mut self, msg: String) -> rustyline::Result<()> {
+            self.0.lock().unwrap().push(msg);
+            Ok(())
+        }
+    }
+
+    /// A screen 80 columns wide, the messages it prints, and where the input side reports lines.
+    fn editor_screen() -> (EditorScreen, Arc<Mutex<Vec<String>>>, Entered) {
+        let printed = Arc::new(Mutex::new(Vec::new()));
+        let entered = Entered::default();
+        let columns = Arc::new(AtomicUsize::new(80));
+        (EditorScreen::new(Box::new(Printed(printed.clone())), entered.clone(), columns), printed, entered)
+    }
+
+    fn last(printed: &Arc<Mutex<Vec<String>>>) -> String {
+        printed.lock().unwrap().last().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn a_line_entered_while_text_streams_waits_under_it_and_an_empty_one_goes() {
+        let (mut screen, printed, entered) = editor_screen();
+        screen.status(Some(&TurnStatus::new()));
+        screen.partial("The quick");
+        let status = screen.current.clone().unwrap();
+        assert_eq!(last(&printed), format!("{UP_AND_CLEAR}The quick\n{status}\n"));
+        // The prompt moved below two lines: the rows over it are the live row, the status and those lines.
+        entered.push(Some("and the cat".into()));
+        entered.push(Some(String::new()));
+        screen.partial(" brown");
+        let status = screen.current.clone().unwrap();
+        assert_eq!(last(&printed), format!("{}The quick brown\nyou> and the cat\n{status}\n", UP_AND_CLEAR.repeat(4)));
+        screen.partial(" fox");
+        assert!(
+            last(&printed).starts_with(&format!("{}The quick brown fox\nyou> and the cat\n", UP_AND_CLEAR.repeat(3)))
+        );
+        // The turn ends with that text: it stays, the line under it too, and the stale status line goes without
+        // leaving an empty row.
+        screen.status(None);
+        screen.partial_end();
+        assert_eq!(last(&printed), format!("{UP_AND_CLEAR}\x1b[1A\n"));
+        assert_eq!(screen.rows, 0);
+    }
+
+    #[test]
+    fn a_line_entered_while_nothing_streams_is_printed_over_the_status_line() {
+        let (mut screen, printed, entered) = editor_screen();
+        screen.status(Some(&TurnStatus::new()));
+        entered.push(Some("later".into()));
+        screen.status(Some(&TurnStatus::new()));
+        let status = screen.current.clone().unwrap();
+        assert_eq!(last(&printed), format!("{}you> later\n{status}\n", UP_AND_CLEAR.repeat(2)));
+        // A line given up with Ctrl-C: its length is unknown, so what is above it stays.
+        entered.push(None);
+        screen.answer("done");
+        assert_eq!(last(&printed), format!("done\n{status}\n"));
+    }
 
     #[test]
     fn streamed_lines_wrap_after_the_last_word_that_fits() {
