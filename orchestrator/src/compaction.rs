@@ -85,14 +85,31 @@ pub struct ToolSize {
 
 impl ToolSize {
     pub fn new(specs: Vec<minibot_llm::ToolSpec>) -> Self {
-        let bytes: usize =
-            specs.iter().map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len()).sum();
+        let bytes: usize = specs.iter().map(|t| t.name.len() + t.description.len() + json_len(&t.parameters)).sum();
         Self { rough: (bytes / 2 + specs.len() * 16) as u64, specs, counted: None }
     }
 
     pub fn tokens(&mut self, model: &str) -> u64 {
         *self.counted.get_or_insert_with(|| minibot_llm::count_tokens(&[], &self.specs, model))
     }
+}
+
+/// The length of `value` as compact JSON, counted without writing it out.
+fn json_len(value: &serde_json::Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing into a counter cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 /// The tokens of `messages` for `model`, or a number below `limit` when they are clearly under it.

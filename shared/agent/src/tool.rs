@@ -92,7 +92,7 @@ pub trait Tool: Send + Sync + 'static {
     type Args: DeserializeOwned + Send;
     fn name(&self) -> &str;
     fn description(&self) -> String;
-    /// JSON schema of `Args`.
+    /// JSON schema of `Args`. Read once per tool: a tool whose schema should change is built anew.
     fn parameters(&self) -> Value;
     fn call(&self, args: Self::Args, ctx: &ToolContext) -> impl Future<Output = ToolResult> + Send;
 }
@@ -110,15 +110,20 @@ pub trait DynTool: Send + Sync {
     }
 }
 
-struct Typed<T>(T);
+/// A typed tool behind the erased interface. Its schema is built once: every request of every turn carries it.
+struct Typed<T> {
+    tool: T,
+    parameters: std::sync::OnceLock<Arc<Value>>,
+}
 
 impl<T: Tool> DynTool for Typed<T> {
     fn spec(&self) -> ToolSpec {
-        ToolSpec { name: self.0.name().to_string(), description: self.0.description(), parameters: self.0.parameters() }
+        let parameters = Arc::clone(self.parameters.get_or_init(|| Arc::new(self.tool.parameters())));
+        ToolSpec { name: self.tool.name().to_string(), description: self.tool.description(), parameters }
     }
 
     fn name(&self) -> &str {
-        self.0.name()
+        self.tool.name()
     }
 
     fn call_json<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
@@ -130,12 +135,12 @@ impl<T: Tool> DynTool for Typed<T> {
                     let reason = invalid_arguments_reason::<T::Args>(&args, &error);
                     return Err(ToolError::invalid_arguments(format!(
                         "invalid arguments for `{}`: {reason}",
-                        self.0.name()
+                        self.tool.name()
                     )));
                 }
             };
             drop(args);
-            self.0.call(typed, ctx).await
+            self.tool.call(typed, ctx).await
         })
     }
 }
@@ -169,7 +174,7 @@ fn excerpt_strings(value: &Value) -> Value {
 
 /// Wraps a typed tool for the registry.
 pub fn dyn_tool<T: Tool>(tool: T) -> Arc<dyn DynTool> {
-    Arc::new(Typed(tool))
+    Arc::new(Typed { tool, parameters: std::sync::OnceLock::new() })
 }
 
 #[cfg(test)]

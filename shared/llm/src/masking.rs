@@ -24,11 +24,12 @@ impl<P> Masking<P> {
     }
 
     fn masked<'r>(&self, request: &'r ChatRequest) -> Cow<'r, ChatRequest> {
-        if self.redactor.is_empty() {
+        // Most requests hold no secret: a look is cheaper than a copy of the whole history.
+        let Some(first) = request.messages.iter().position(|message| needs_mask(&self.redactor, message)) else {
             return Cow::Borrowed(request);
-        }
+        };
         let mut request = request.clone();
-        for message in &mut request.messages {
+        for message in &mut request.messages[first..] {
             mask_message(&self.redactor, message);
         }
         Cow::Owned(request)
@@ -52,6 +53,24 @@ fn mask_json(redactor: &Redactor, text: &mut String) {
         *text = masked;
     }
     mask(redactor, text);
+}
+
+/// Whether [`mask_message`] would change `message` (or might: JSON text with escapes is always masked).
+fn needs_mask(redactor: &Redactor, message: &Message) -> bool {
+    if redactor.is_empty() {
+        return false;
+    }
+    let plain = |text: &str| matches!(redactor.redact(text), Cow::Owned(_));
+    let json = |text: &str| text.contains("\\u") || text.contains("\\/") || plain(text);
+    match message {
+        Message::System(text) | Message::User(text) => plain(text),
+        Message::UserParts(parts) => parts.iter().any(|part| matches!(part, ContentPart::Text(text) if plain(text))),
+        Message::Assistant { content, tool_calls, reasoning, replay: _ } => {
+            content.iter().chain(reasoning.iter()).any(|text| plain(text))
+                || tool_calls.iter().any(|call| json(&call.arguments))
+        }
+        Message::Tool { content, .. } => json(content),
+    }
 }
 
 fn mask_message(redactor: &Redactor, message: &mut Message) {
@@ -139,5 +158,37 @@ mod tests {
         mask_message(&redactor, &mut message);
         let Message::Tool { content, .. } = &message else { panic!() };
         assert_eq!(content, r#"{"out":"***"}"#);
+    }
+
+    /// The look before the copy must see every secret the masking would remove, in every kind of message.
+    #[test]
+    fn the_look_before_masking_finds_what_masking_changes() {
+        let redactor = Redactor::from_values(["s3cr3t-value"]);
+        let call = |arguments: &str| ToolCall { id: "1".into(), name: "bash".into(), arguments: arguments.into() };
+        let tool = |content: &str| Message::Tool { call_id: "1".into(), name: "bash".into(), content: content.into() };
+        let mut messages = Vec::new();
+        for text in ["plain words", "the s3cr3t-value here"] {
+            messages.extend([
+                Message::System(text.into()),
+                Message::User(text.into()),
+                Message::UserParts(vec![ContentPart::Text(text.into())]),
+                Message::Assistant { content: Some(text.into()), tool_calls: vec![], reasoning: None, replay: None },
+                Message::Assistant { content: None, tool_calls: vec![], reasoning: Some(text.into()), replay: None },
+                Message::assistant_calls(None, vec![call(&format!("{{\"cmd\":\"{text}\"}}"))]),
+                tool(&format!("{{\"out\":\"{text}\"}}")),
+            ]);
+        }
+        messages.push(tool(r#"{"out":"\u0073\u0033cr3t-value"}"#));
+        for message in &messages {
+            let mut masked = message.clone();
+            mask_message(&redactor, &mut masked);
+            assert_eq!(needs_mask(&redactor, message), masked != *message, "{message:?}");
+        }
+        let request = ChatRequest { messages, ..ChatRequest::default() };
+        let masking = Masking::new((), redactor);
+        let Cow::Owned(masked) = masking.masked(&request) else { panic!("the request holds a secret") };
+        assert!(!format!("{:?}", masked.messages).contains("s3cr3t"));
+        let clean = ChatRequest { messages: request.messages[..7].to_vec(), ..ChatRequest::default() };
+        assert!(matches!(masking.masked(&clean), Cow::Borrowed(_)));
     }
 }

@@ -8,8 +8,10 @@ use crate::{ChatProvider, ChatRequest, ChatResponse, Result, TextSink, ToolSpec}
 use futures_util::future::BoxFuture;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SchemaPolicy {
     Strict,
     Relaxed,
@@ -32,24 +34,39 @@ impl SchemaPolicy {
 
     /// The tools as this policy sends them.
     pub fn apply<'t>(self, tools: &'t [ToolSpec]) -> Cow<'t, [ToolSpec]> {
-        match self {
-            _ if tools.is_empty() => Cow::Borrowed(tools),
-            Self::AsWritten => Cow::Borrowed(tools),
-            policy => Cow::Owned(
-                tools
-                    .iter()
-                    .map(|tool| {
-                        let mut tool = tool.clone();
-                        if policy == Self::Strict {
-                            strict(&mut tool.parameters);
-                        } else {
-                            relaxed(&mut tool.parameters);
-                        }
-                        tool
-                    })
-                    .collect(),
-            ),
+        self.apply_with(tools, |parameters| Arc::new(self.shape(parameters)))
+    }
+
+    /// The tools as this policy sends them, each schema shaped by `shape` (which may reuse an earlier result).
+    fn apply_with<'t>(
+        self,
+        tools: &'t [ToolSpec],
+        mut shape: impl FnMut(&Arc<Value>) -> Arc<Value>,
+    ) -> Cow<'t, [ToolSpec]> {
+        if tools.is_empty() || self == Self::AsWritten {
+            return Cow::Borrowed(tools);
         }
+        Cow::Owned(
+            tools
+                .iter()
+                .map(|tool| ToolSpec {
+                    name: tool.name.clone(),
+                    description: tool.description.clone(),
+                    parameters: shape(&tool.parameters),
+                })
+                .collect(),
+        )
+    }
+
+    /// One schema in this policy's shape.
+    fn shape(self, parameters: &Value) -> Value {
+        let mut shaped = parameters.clone();
+        match self {
+            Self::Strict => strict(&mut shaped),
+            Self::Relaxed => relaxed(&mut shaped),
+            Self::AsWritten => {}
+        }
+        shaped
     }
 }
 
@@ -141,27 +158,49 @@ fn make_nullable(schema: &mut Value) {
     }
 }
 
+/// A schema's address and the policy it was shaped for.
+type SchemaKey = (usize, SchemaPolicy);
+/// The original (kept so its address cannot be reused by another) and its shaped copy.
+type ShapedSchema = (Arc<Value>, Arc<Value>);
+
 /// A provider whose requests carry tool schemas in the shape their model takes.
 pub struct ShapedTools<P> {
     inner: P,
+    /// Shaped schemas by their original: a turn's tools are the same `Arc`s request after request, so each is
+    /// shaped once instead of per request.
+    shaped: Mutex<HashMap<SchemaKey, ShapedSchema>>,
 }
+
+/// More distinct schemas than any tool set has; past it the cache starts again (MCP servers can change theirs).
+const MAX_CACHED_SCHEMAS: usize = 1024;
 
 impl<P> ShapedTools<P> {
     pub fn new(inner: P) -> Self {
-        Self { inner }
+        Self { inner, shaped: Mutex::new(HashMap::new()) }
     }
-}
 
-fn shaped(request: &ChatRequest) -> Cow<'_, ChatRequest> {
-    match SchemaPolicy::for_model(&request.model).apply(&request.tools) {
-        Cow::Borrowed(_) => Cow::Borrowed(request),
-        Cow::Owned(tools) => Cow::Owned(ChatRequest { tools, ..request.clone() }),
+    fn shaped<'r>(&self, request: &'r ChatRequest) -> Cow<'r, ChatRequest> {
+        let policy = SchemaPolicy::for_model(&request.model);
+        let mut cache = self.shaped.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if cache.len() > MAX_CACHED_SCHEMAS {
+            cache.clear();
+        }
+        let tools = policy.apply_with(&request.tools, |original| {
+            let key = (Arc::as_ptr(original) as usize, policy);
+            let (_, shaped) =
+                cache.entry(key).or_insert_with(|| (Arc::clone(original), Arc::new(policy.shape(original))));
+            Arc::clone(shaped)
+        });
+        match tools {
+            Cow::Borrowed(_) => Cow::Borrowed(request),
+            Cow::Owned(tools) => Cow::Owned(ChatRequest { tools, ..request.clone() }),
+        }
     }
 }
 
 impl<P: ChatProvider> ChatProvider for ShapedTools<P> {
     fn complete<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<ChatResponse>> {
-        Box::pin(async move { self.inner.complete(&shaped(request)).await })
+        Box::pin(async move { self.inner.complete(&self.shaped(request)).await })
     }
 
     fn stream<'a>(
@@ -169,7 +208,7 @@ impl<P: ChatProvider> ChatProvider for ShapedTools<P> {
         request: &'a ChatRequest,
         on_text: &'a TextSink<'a>,
     ) -> BoxFuture<'a, Result<ChatResponse>> {
-        Box::pin(async move { self.inner.stream(&shaped(request), on_text).await })
+        Box::pin(async move { self.inner.stream(&self.shaped(request), on_text).await })
     }
 }
 
@@ -179,7 +218,7 @@ mod tests {
     use serde_json::json;
 
     fn tool(parameters: Value) -> ToolSpec {
-        ToolSpec { name: "t".into(), description: "d".into(), parameters }
+        ToolSpec { name: "t".into(), description: "d".into(), parameters: Arc::new(parameters) }
     }
 
     #[test]
@@ -226,5 +265,25 @@ mod tests {
         assert_eq!(relaxed[0].parameters["properties"]["limit"]["type"], "integer");
         assert!(relaxed[0].parameters.get("additionalProperties").is_none());
         assert!(matches!(SchemaPolicy::AsWritten.apply(&tools), Cow::Borrowed(_)));
+    }
+
+    /// A turn's schemas are shaped once: the next request with the same schema gets the same shaped one, and a
+    /// changed schema (an MCP server's new version) is shaped anew.
+    #[test]
+    fn each_schema_is_shaped_once() {
+        let shaping = ShapedTools::new(());
+        let schema = Arc::new(json!({ "type": "object", "properties": { "q": { "type": "string" } } }));
+        let request = |parameters: &Arc<Value>| ChatRequest {
+            model: "gpt-4o".into(),
+            tools: vec![ToolSpec { name: "t".into(), description: "d".into(), parameters: Arc::clone(parameters) }],
+            ..ChatRequest::default()
+        };
+        let first = shaping.shaped(&request(&schema)).tools[0].parameters.clone();
+        let again = shaping.shaped(&request(&schema)).tools[0].parameters.clone();
+        assert!(Arc::ptr_eq(&first, &again));
+        assert_eq!(first["additionalProperties"], false);
+        let changed = Arc::new(json!({ "type": "object", "properties": { "n": { "type": "integer" } } }));
+        let other = shaping.shaped(&request(&changed)).tools[0].parameters.clone();
+        assert_eq!(other["required"], json!(["n"]));
     }
 }

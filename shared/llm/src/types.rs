@@ -5,8 +5,9 @@ use serde::{Deserialize, Serialize};
 pub struct ToolSpec {
     pub name: String,
     pub description: String,
-    /// JSON schema of the arguments object.
-    pub parameters: serde_json::Value,
+    /// JSON schema of the arguments object. Shared: every request of every turn carries the same schemas, so a
+    /// copy of the spec must not copy the schema's tree.
+    pub parameters: std::sync::Arc<serde_json::Value>,
 }
 
 /// One tool call the model asked for. `arguments` is the raw JSON text the model wrote; it may be malformed.

@@ -15,14 +15,14 @@ pub struct BridgeTool {
     remote: String,
     name: String,
     description: String,
-    parameters: Value,
+    parameters: std::sync::Arc<Value>,
 }
 
 impl BridgeTool {
     pub fn new(prefix: &str, server: Arc<McpServer>, remote: &RemoteTool) -> Self {
         let name = crate::binding_name(prefix, server.name(), &remote.name);
         let description = format!("[{}] {}", server.name(), remote.description.trim()).trim_end().to_string();
-        let parameters = normalize_input_schema(&remote.input_schema);
+        let parameters = std::sync::Arc::new(normalize_input_schema(&remote.input_schema));
         Self { server, remote: remote.name.clone(), name, description, parameters }
     }
 

@@ -342,7 +342,7 @@ impl DynTool for ReloadTool {
                           server the tools it now offers or its error, and the tool names added and removed. A \
                           server that fails keeps its previous tools."
                 .into(),
-            parameters: json!({"type": "object", "properties": {}, "additionalProperties": false}),
+            parameters: std::sync::Arc::new(json!({"type": "object", "properties": {}, "additionalProperties": false})),
         }
     }
 

@@ -48,7 +48,7 @@ impl DynTool for LazyListTool {
         ToolSpec {
             name: self.name.clone(),
             description: self.description.clone(),
-            parameters: json!({"type": "object", "properties": {}, "additionalProperties": false}),
+            parameters: std::sync::Arc::new(json!({"type": "object", "properties": {}, "additionalProperties": false})),
         }
     }
 
@@ -111,7 +111,7 @@ impl DynTool for LazyCallTool {
         ToolSpec {
             name: self.name.clone(),
             description: self.description.clone(),
-            parameters: json!({
+            parameters: std::sync::Arc::new(json!({
                 "type": "object",
                 "properties": {
                     "tool_name": {"type": "string", "description": "Remote tool name, as listed by list_tools."},
@@ -123,7 +123,7 @@ impl DynTool for LazyCallTool {
                 },
                 "required": ["tool_name", "arguments"],
                 "additionalProperties": false
-            }),
+            })),
         }
     }
 

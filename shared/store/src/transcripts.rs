@@ -133,6 +133,9 @@ macro_rules! columns {
     };
 }
 
+/// Rows per INSERT of a turn's messages: seven parameters a row, far under SQLite's 32,766.
+const ROWS_PER_INSERT: usize = 1000;
+
 impl Store {
     /// The session's messages, oldest first, full text: the latest `max_history_messages` when that is set,
     /// less any tool results at the front whose call fell outside that window.
@@ -208,28 +211,37 @@ impl Store {
         let messages = crate::replay::answered_calls_only(messages.to_vec());
         let mut tx = self.pool.begin().await?;
         let created_at = now();
-        let mut turn_id: Option<i64> = None;
-        for message in &messages {
-            let calls = (!message.tool_calls.is_empty()).then(|| self.calls_json(&message.tool_calls));
-            let id: i64 = sqlx::query_scalar(
+        // One INSERT for the turn's messages (in slices that stay under SQLite's bound on parameters) and one
+        // UPDATE for their turn id: every statement is a round trip to the database's thread.
+        let mut ids: Option<(i64, i64)> = None;
+        for slice in messages.chunks(ROWS_PER_INSERT) {
+            let mut insert = sqlx::QueryBuilder::new(
                 "INSERT INTO messages
-                     (session_id, role, content, tool_calls_json, tool_call_id, tool_name, turn_id, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING id",
-            )
-            .bind(session_id)
-            .bind(message.role.as_str())
-            .bind(self.redactor.redact(&message.content))
-            .bind(calls)
-            .bind(&message.tool_call_id)
-            .bind(&message.tool_name)
-            .bind(turn_id)
-            .bind(&created_at)
-            .fetch_one(&mut *tx)
-            .await?;
-            if turn_id.is_none() {
-                sqlx::query("UPDATE messages SET turn_id = ?1 WHERE id = ?1").bind(id).execute(&mut *tx).await?;
-                turn_id = Some(id);
+                     (session_id, role, content, tool_calls_json, tool_call_id, tool_name, created_at) ",
+            );
+            insert.push_values(slice, |mut row, message| {
+                let calls = (!message.tool_calls.is_empty()).then(|| self.calls_json(&message.tool_calls));
+                row.push_bind(session_id)
+                    .push_bind(message.role.as_str())
+                    .push_bind(self.redactor.redact(&message.content).into_owned())
+                    .push_bind(calls)
+                    .push_bind(message.tool_call_id.clone())
+                    .push_bind(message.tool_name.clone())
+                    .push_bind(created_at.clone());
+            });
+            insert.push(" RETURNING id");
+            let inserted: Vec<i64> = insert.build_query_scalar().fetch_all(&mut *tx).await?;
+            for id in inserted {
+                ids = Some(ids.map_or((id, id), |(low, high)| (low.min(id), high.max(id))));
             }
+        }
+        // The transaction holds the write lock: every id in the range is one of this turn's rows.
+        if let Some((first, last)) = ids {
+            sqlx::query("UPDATE messages SET turn_id = ?1 WHERE id BETWEEN ?1 AND ?2")
+                .bind(first)
+                .bind(last)
+                .execute(&mut *tx)
+                .await?;
         }
         for (i, event_id) in pending_event_ids.iter().enumerate() {
             match answer_json.filter(|_| i == 0) {

@@ -23,7 +23,11 @@ struct Long {
 
 impl DynTool for Long {
     fn spec(&self) -> ToolSpec {
-        ToolSpec { name: self.name.into(), description: "long output".into(), parameters: json!({"type": "object"}) }
+        ToolSpec {
+            name: self.name.into(),
+            description: "long output".into(),
+            parameters: std::sync::Arc::new(json!({"type": "object"})),
+        }
     }
     fn name(&self) -> &str {
         self.name

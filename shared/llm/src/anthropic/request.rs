@@ -210,7 +210,11 @@ mod tests {
                 Message::Tool { call_id: "t1".into(), name: "read".into(), content: "A".into() },
                 Message::Tool { call_id: "t2".into(), name: "read".into(), content: "bad arguments".into() },
             ],
-            tools: vec![ToolSpec { name: "read".into(), description: "reads".into(), parameters: json!({}) }],
+            tools: vec![ToolSpec {
+                name: "read".into(),
+                description: "reads".into(),
+                parameters: std::sync::Arc::new(json!({})),
+            }],
             ..ChatRequest::default()
         };
         let body = serde_json::to_value(request_body(&request, true, false)).unwrap();

@@ -216,8 +216,10 @@ mod tests {
             tools: vec![ToolSpec {
                 name: "weather".into(),
                 description: "Weather now".into(),
-                parameters: json!({ "type": "object", "properties": { "city": { "type": "string" } },
+                parameters: std::sync::Arc::new(
+                    json!({ "type": "object", "properties": { "city": { "type": "string" } },
                                     "additionalProperties": false }),
+                ),
             }],
             temperature: Some(0.2),
             max_tokens: Some(100),

@@ -211,7 +211,9 @@ mod tests {
         let tool = ToolSpec {
             name: "read_file".into(),
             description: "Read a text file from the workspace and return its contents.".into(),
-            parameters: serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+            parameters: std::sync::Arc::new(
+                serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+            ),
         };
         let plain = count_tokens(&messages, &[], "gpt-4o");
         let with_tool = count_tokens(&messages, std::slice::from_ref(&tool), "gpt-4o");

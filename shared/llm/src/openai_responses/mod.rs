@@ -284,7 +284,11 @@ mod tests {
         let request = ChatRequest {
             model: "m".into(),
             messages: conversation(),
-            tools: vec![ToolSpec { name: "t".into(), description: "d".into(), parameters: json!({}) }],
+            tools: vec![ToolSpec {
+                name: "t".into(),
+                description: "d".into(),
+                parameters: std::sync::Arc::new(json!({})),
+            }],
             max_tokens: Some(100),
             reasoning_effort: Some("low".into()),
             cache_key: Some("telegram:1".into()),

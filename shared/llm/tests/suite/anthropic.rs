@@ -26,7 +26,7 @@ fn read_tool() -> ToolSpec {
     ToolSpec {
         name: "read_file".into(),
         description: "Reads a file".into(),
-        parameters: json!({ "type": "object", "properties": { "path": { "type": "string" } } }),
+        parameters: std::sync::Arc::new(json!({ "type": "object", "properties": { "path": { "type": "string" } } })),
     }
 }
 
@@ -96,7 +96,7 @@ async fn parallel_tool_calls_and_their_results_travel_in_anthropics_shape() {
         json!([{ "type": "text", "text": "You are terse.", "cache_control": { "type": "ephemeral" } }])
     );
     assert_eq!(body["tools"][0]["name"], "read_file");
-    assert_eq!(body["tools"][0]["input_schema"], read_tool().parameters);
+    assert_eq!(body["tools"][0]["input_schema"], *read_tool().parameters);
     assert_eq!(body["tools"][0]["cache_control"], json!({ "type": "ephemeral" }));
     assert_eq!(body["max_tokens"], 4096);
     let messages = body["messages"].as_array().unwrap();

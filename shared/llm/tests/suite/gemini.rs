@@ -36,7 +36,7 @@ fn tools() -> Vec<ToolSpec> {
         ToolSpec {
             name: "weather".into(),
             description: "Current weather in a city".into(),
-            parameters: json!({
+            parameters: std::sync::Arc::new(json!({
                 "$schema": "http://json-schema.org/draft-07/schema#",
                 "type": "object",
                 "properties": {
@@ -45,13 +45,13 @@ fn tools() -> Vec<ToolSpec> {
                 },
                 "required": ["city"],
                 "additionalProperties": false
-            }),
+            })),
         },
         ToolSpec {
             name: "clock".into(),
             description: "Local time".into(),
-            parameters: json!({ "type": "object", "properties": { "tz": { "type": "string" } },
-                                "additionalProperties": false }),
+            parameters: std::sync::Arc::new(json!({ "type": "object", "properties": { "tz": { "type": "string" } },
+                                "additionalProperties": false })),
         },
     ]
 }

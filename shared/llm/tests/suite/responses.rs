@@ -24,7 +24,7 @@ fn tool(name: &str) -> ToolSpec {
     ToolSpec {
         name: name.into(),
         description: format!("{name} tool"),
-        parameters: json!({ "type": "object", "properties": { "city": { "type": "string" } } }),
+        parameters: std::sync::Arc::new(json!({ "type": "object", "properties": { "city": { "type": "string" } } })),
     }
 }
 

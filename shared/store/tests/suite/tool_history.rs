@@ -227,3 +227,23 @@ async fn older_results_are_shortened_for_the_model_but_stored_whole() {
     let stored = store.message("s", results[0].id).await.unwrap().unwrap();
     assert_eq!(stored.content, long(1), "the store keeps the full result");
 }
+
+/// A turn of more messages than one INSERT takes is stored whole, in order, as one turn, and the next turn is
+/// another.
+#[tokio::test]
+async fn a_very_long_turn_is_stored_whole_as_one_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir.path().join("minibot.db"), None).await;
+    let long = tool_turn(1, 700, 2);
+    store.store_turn("s", &long, &[], None).await.unwrap();
+    store.store_turn("s", &tool_turn(2, 1, 1), &[], None).await.unwrap();
+    let rows = store.history("s").await.unwrap();
+    assert_eq!(rows.len(), long.len() + 4);
+    let (first, second) = rows.split_at(long.len());
+    assert!(first.iter().all(|r| r.turn_id == Some(first[0].id)));
+    assert!(second.iter().all(|r| r.turn_id == Some(second[0].id)));
+    let texts: Vec<&str> = first.iter().map(|r| r.content.as_str()).collect();
+    let expected: Vec<&str> = long.iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(texts, expected);
+    assert_whole_groups(rows.as_slice(), "long turn");
+}
