@@ -309,6 +309,14 @@ impl ApprovalPrompt for ChannelPrompt {
     }
 }
 
+/// `scheme://host:port` of `url`, without user info, path or query: those can hold a key (Google's `?key=`).
+fn origin(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").map_or(("", url), |(s, r)| (s, r));
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    if scheme.is_empty() { host.to_string() } else { format!("{scheme}://{host}") }
+}
+
 /// What the user reads when a turn fails: what went wrong in a few words, never a key or a raw body unless
 /// the log level is DEBUG.
 pub fn error_reply(error: &AgentError, verbose: bool) -> String {
@@ -323,10 +331,18 @@ pub fn error_reply(error: &AgentError, verbose: bool) -> String {
                         provider."
                     .into();
             }
-            LlmError::Connect { .. } => "the model provider cannot be reached",
+            LlmError::Connect { url, .. } => {
+                return format!(
+                    "Sorry, I couldn't answer right now: the model provider cannot be reached at {}.",
+                    origin(url)
+                );
+            }
             LlmError::Timeout { .. } => "the model provider did not answer in time",
             LlmError::RateLimited { .. } => "the model provider is rate limiting requests; try again in a minute",
             LlmError::Server { .. } => "the model provider failed",
+            LlmError::Unauthorized { key_source, .. } if key_source.starts_with(minibot_config::NO_KEY_SENT) => {
+                "the model provider wants an API key, and none is configured"
+            }
             LlmError::Unauthorized { .. } => "the model provider rejected the API key",
             LlmError::ContextLength(_) => "the conversation is too long for the model; trim the history",
             LlmError::BadRequest { .. } => "the model provider rejected the request",

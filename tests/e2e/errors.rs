@@ -108,7 +108,8 @@ async fn a_failed_turn_points_at_the_log_and_the_log_names_the_url_and_the_cause
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let log = home.path().join("logs/minibot.log");
     let shown = format!("{}{}", stdout(&output), stderr(&output));
-    assert!(shown.contains("the model provider cannot be reached"), "{shown}");
+    let reason = format!("the model provider cannot be reached at http://127.0.0.1:{port}.");
+    assert!(shown.contains(&reason), "{shown}");
     assert!(shown.contains(&format!("Details in {}.", log.display())), "{shown}");
     let logged = std::fs::read_to_string(&log).unwrap();
     let line = logged.lines().find(|l| l.contains("turn failed")).unwrap_or_else(|| panic!("{logged}"));

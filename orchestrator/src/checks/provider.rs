@@ -119,7 +119,12 @@ impl<'a> Probe<'a> {
         let message = server_message(&answer.body, &|text| redactor.redact(text).into_owned());
         let url = self.shown(url);
         match answer.status {
-            401 | 403 => ProbeError::Rejected { url, credential: "API key", status: answer.status, message },
+            401 | 403 => {
+                // With no key, "refused the API key" would blame one that was never sent.
+                let credential =
+                    if self.endpoint.api_key.is_empty() { "request, which had no API key," } else { "API key" };
+                ProbeError::Rejected { url, credential, status: answer.status, message }
+            }
             status => ProbeError::Status { url, status, message },
         }
     }
@@ -235,6 +240,25 @@ mod tests {
                 message: "No auth credentials found".into()
             }
         );
+    }
+
+    #[tokio::test]
+    async fn a_server_that_wants_a_key_is_not_said_to_refuse_one_when_none_was_sent() {
+        let base = openrouter_like().await;
+        let refused = probe(&endpoint(&base, "")).await.unwrap_err();
+        let text = refused.to_string();
+        assert!(text.contains("refused the request, which had no API key, (HTTP 401)"), "{text}");
+        let error = minibot_llm::LlmError::Unauthorized {
+            url: format!("{base}/chat/completions"),
+            status: 401,
+            body: "No auth credentials found".into(),
+            key_source: endpoint(&base, "").api_key_source,
+        };
+        let text = error.to_string();
+        assert!(text.contains("wants an API key, and no key was sent"), "{text}");
+        assert!(text.contains("set `llm.api_key`"), "{text}");
+        let reply = crate::turn::error_reply(&minibot_agent::AgentError::Provider(error), false);
+        assert!(reply.contains("wants an API key, and none is configured"), "{reply}");
     }
 
     fn ids(names: &[&str]) -> Vec<String> {

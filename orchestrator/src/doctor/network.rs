@@ -48,6 +48,10 @@ fn provider_fix(endpoint: &LlmEndpoint, error: &ProbeError) -> String {
         ProbeError::Tls { .. } => {
             format!("check `{section}.base_url` (http:// or https://?) and the server's certificate")
         }
+        ProbeError::Rejected { .. } if endpoint.api_key.is_empty() => format!(
+            "the server wants a key and none was sent: put it in `{section}.api_key` (a `${{secret:…}}` from the \
+             vault)"
+        ),
         ProbeError::Rejected { .. } if endpoint.api_key_source.contains('.') => {
             format!("put a valid key in `{}`", endpoint.api_key_source)
         }

@@ -36,8 +36,8 @@ pub use minibot_vault::Secrets;
 pub use paths::sqlite_path_from_url;
 pub use places::{Locations, PlatformDirs};
 pub use providers::{
-    ApiFormat, EndpointOptions, LlmEndpoint, MissingApiKey, ProviderChoice, ProviderUnavailable, is_credential,
-    is_loopback_url,
+    ApiFormat, EndpointOptions, LlmEndpoint, MissingApiKey, NO_KEY_SENT, ProviderChoice, ProviderUnavailable,
+    is_credential, is_loopback_url,
 };
 pub use schema::*;
 pub use support::{Unsupported, check_agents};

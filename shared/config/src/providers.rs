@@ -221,6 +221,10 @@ impl LlmEndpoint {
     }
 }
 
+/// How [`LlmEndpoint::api_key_source`] starts when the endpoint has no key: messages about a refused key say
+/// that none was sent instead of blaming one.
+pub const NO_KEY_SENT: &str = "no key was sent";
+
 /// Whether `url` names this machine (`localhost`, `127.x`, `::1`): a server there needs no key.
 pub fn is_loopback_url(url: &str) -> bool {
     let host = url.split_once("://").map_or(url, |(_, rest)| rest).split(['/', '?']).next().unwrap_or("");
@@ -336,6 +340,17 @@ impl Config {
         {
             api_key = value;
             key_source = api_format.key_variable().to_string();
+        }
+        if api_key.is_empty() {
+            // A server that asks for a key must not be told it "rejected" one: say that none was sent, and why
+            // a key in the environment was not.
+            let variable = api_format.key_variable();
+            key_source = match std::env::var(variable) {
+                Ok(value) if !value.is_empty() => format!(
+                    "{NO_KEY_SENT} ({variable} is set but goes only to {default_url}); set `{key_section}.api_key`"
+                ),
+                _ => format!("{NO_KEY_SENT}; set `{key_section}.api_key`"),
+            };
         }
         let base_url = configured_url.or(env_url).unwrap_or_else(|| default_url.to_string());
         let mut headers = llm.extra_headers.clone();

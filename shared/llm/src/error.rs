@@ -17,7 +17,7 @@ pub enum LlmError {
     #[error("{url} failed (HTTP {status}): {body}")]
     Server { url: String, status: u16, body: String },
     /// `key_source` is the config key or variable the key came from, so the message says what to fix.
-    #[error("{url} rejected the API key from {key_source}: {body} (HTTP {status})")]
+    #[error("{}", unauthorized_text(.url, *.status, .body, .key_source))]
     Unauthorized { url: String, status: u16, body: String, key_source: String },
     #[error("out of credits or over the spending limit (HTTP {status}): {body}")]
     Quota { status: u16, body: String },
@@ -34,6 +34,14 @@ pub enum LlmError {
     EmptyResponse,
     #[error("provider `{0}` is not supported by this version; use an OpenAI-compatible endpoint")]
     Unsupported(String),
+}
+
+fn unauthorized_text(url: &str, status: u16, body: &str, key_source: &str) -> String {
+    if key_source.starts_with(minibot_config::NO_KEY_SENT) {
+        format!("{url} wants an API key, and {key_source}: {body} (HTTP {status})")
+    } else {
+        format!("{url} rejected the API key from {key_source}: {body} (HTTP {status})")
+    }
 }
 
 fn retry_hint(after: Option<Duration>) -> String {
