@@ -51,6 +51,10 @@ pub enum Command {
     Queue(QueueArgs),
     /// Set up or change a config file step by step (provider, key, Telegram, tasks, MCP servers).
     Init(crate::setup::InitArgs),
+    /// Trust the config.toml in this folder (or PATH) as it is now. `minibot` uses a config file that it finds in
+    /// the working folder only after this, and again after every change: such a file (a cloned project's) can
+    /// start programs and send your keys to its server. Read it first.
+    Trust { path: Option<PathBuf> },
     /// Check the config, the vault, the provider, Telegram, the sandbox, the workers, MCP and disk; exits non-zero
     /// when something you need is broken.
     Doctor(crate::doctor::DoctorArgs),

@@ -19,6 +19,9 @@ fn main() -> ExitCode {
     if let Some(Command::Vault(args)) = cli.command.take_if(|c| matches!(c, Command::Vault(_))) {
         return vault_cli::run(cli.config.as_deref(), args);
     }
+    if let Some(Command::Trust { path }) = &cli.command {
+        return trust(path.as_deref());
+    }
     // Both work before (init) or despite (doctor) a config that does not load, so they load it themselves.
     let early = match cli.command.take_if(|c| matches!(c, Command::Init(_) | Command::Doctor(_))) {
         Some(Command::Init(args)) => Some(setup::run(cli.config.as_deref(), args)),
@@ -67,6 +70,28 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
     let code = actix::System::new().block_on(boot::run(config, cli.command))?;
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+/// `minibot trust [PATH]`: records the folder's config file, as it is now, as the user's choice.
+fn trust(path: Option<&std::path::Path>) -> ExitCode {
+    let file = path.map_or_else(|| std::path::PathBuf::from("config.toml"), std::path::Path::to_path_buf);
+    let Some(dirs) = minibot_config::PlatformDirs::current() else {
+        eprintln!("minibot: no home folder, so there is nowhere to record trust; pass --config or set MINIBOT_CONFIG");
+        return ExitCode::from(2);
+    };
+    match minibot_config::trust::record(&dirs, &file) {
+        Ok(real) => {
+            println!(
+                "Trusted {} as it is now; run `minibot trust` again after it changes.",
+                terminal_text::for_terminal(&real.display().to_string())
+            );
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("minibot: {}", terminal_text::for_terminal(&error.to_string()));
+            ExitCode::from(2)
+        }
+    }
 }
 
 /// A `./config.toml` found in the working folder wins over the user's own config file, so a folder someone else

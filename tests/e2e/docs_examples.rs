@@ -231,6 +231,13 @@ impl Desk {
         self.dir.path()
     }
 
+    /// Writes `config.toml` here and trusts it, as its author would (`minibot trust`).
+    async fn config(&self, text: &str) {
+        std::fs::write(self.path().join("config.toml"), text).unwrap();
+        let output = run(self.shell("minibot trust")).await;
+        assert!(output.status.success(), "trust: {}", stderr(&output));
+    }
+
     /// `text` as a shell would run it here. Nothing of the caller's environment leaks in: no key, no config, no
     /// real home folder.
     fn shell(&self, text: &str) -> Command {
@@ -408,11 +415,8 @@ async fn approve_lets_the_named_tool_run() {
     )])
     .await;
     let desk = Desk::new(&llm);
-    std::fs::write(
-        desk.path().join("config.toml"),
-        "[tools.bash]\nenabled = true\n\n[tools.approval]\nrequire_approval = [\"bash\", \"mcp_github__*\"]\n",
-    )
-    .unwrap();
+    desk.config("[tools.bash]\nenabled = true\n\n[tools.approval]\nrequire_approval = [\"bash\", \"mcp_github__*\"]\n")
+        .await;
     let example =
         &documented(r#"minibot console --once "clean the build folder" --approve bash --approve 'mcp_github__*'"#)[0];
     let output = run(desk.shell(&example.command)).await;
@@ -427,8 +431,7 @@ async fn approve_lets_the_named_tool_run() {
 async fn vault_generate_prints_and_stores_a_key() {
     let llm = ScriptedLlm::start(vec![]).await;
     let desk = Desk::new(&llm);
-    std::fs::write(desk.path().join("config.toml"), "[vault]\nenabled = true\npassword_file = \"vault.pass\"\n")
-        .unwrap();
+    desk.config("[vault]\nenabled = true\npassword_file = \"vault.pass\"\n").await;
     std::fs::write(desk.path().join("vault.pass"), "correct horse battery staple\n").unwrap();
     let output = run(desk.shell("minibot vault init")).await;
     assert!(output.status.success(), "init: {}", stderr(&output));

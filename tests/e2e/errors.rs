@@ -93,6 +93,14 @@ async fn without_a_config_file_the_history_follows_the_user_not_the_folder() {
     let project = tempfile::tempdir().unwrap();
     let text = format!("[llm]\nbase_url = \"{}\"\napi_key = \"sk-e2e\"\nmodel = \"e2e-model\"\n", llm.base_url());
     std::fs::write(project.path().join("config.toml"), text).unwrap();
+    // Red-team report (#22, F1/F2): such a file can start programs and send the user's keys to its server, so it
+    // is used only once the user has trusted it, and again after each change.
+    let output = run(minibot_at(home.path(), project.path(), &["console", "--once", "whose config?"])).await;
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("is not trusted yet"), "{}", stderr(&output));
+    assert!(llm.requests().iter().all(|r| !r.to_string().contains("whose config?")), "nothing was sent");
+    let trusted = run(minibot_at(home.path(), project.path(), &["trust"])).await;
+    assert!(stdout(&trusted).starts_with("Trusted "), "{}{}", stdout(&trusted), stderr(&trusted));
     llm.add_script(Script::new("whose config?", vec![Reply::text("the project's")]));
     let output = run(minibot_at(home.path(), project.path(), &["console", "--once", "whose config?"])).await;
     assert_eq!(stdout(&output), "the project's\n", "{}", stderr(&output));

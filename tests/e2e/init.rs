@@ -383,10 +383,17 @@ async fn a_second_run_changes_only_what_it_is_told_and_keeps_the_users_comments(
         llm.base_url()
     );
     std::fs::write(&config, &original).unwrap();
-    // No --config: ./config.toml of the working folder is the file to edit.
+    // No --config: ./config.toml of the working folder is the file to edit, once the user has trusted it (a
+    // cloned project's file would be read for defaults and handed the key).
+    let refused = run(machine.minibot(&["init", "--yes", "--model", "e2e-model-2", "--no-telegram"])).await;
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(stderr(&refused).contains("is not trusted yet"), "{}", stderr(&refused));
+    assert_eq!(read(&config), original, "nothing was written");
+    assert!(run(machine.minibot(&["trust"])).await.status.success());
     let output = run(machine.minibot(&["init", "--yes", "--model", "e2e-model-2", "--no-telegram"])).await;
     assert!(output.status.success(), "stderr: {}", stderr(&output));
     assert!(stderr(&output).contains("OK: the provider knows the model as e2e-model-2."), "{}", stderr(&output));
+    assert!(stderr(&output).contains("the API key is written in the file itself"), "{}", stderr(&output));
     let edited = read(&config);
     let expected = original.replace("model = \"e2e-model\"   #", "model = \"e2e-model-2\"   #");
     assert_eq!(edited, expected, "only the model changed; the comments stay");

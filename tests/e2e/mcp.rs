@@ -264,3 +264,33 @@ async fn a_specialists_long_mcp_result_is_spilled_too() {
     let saved = std::fs::read_to_string(result["output_file_absolute_path"].as_str().unwrap()).unwrap();
     assert!(saved.contains(&long), "the file holds the whole result");
 }
+
+/// Red-team report (#22, F4): a stdio server with no `env` inherited the assistant's provider keys and vault
+/// password. It still inherits the rest of the environment (a `GITHUB_TOKEN` the user exported for it).
+#[tokio::test]
+async fn a_stdio_server_does_not_inherit_the_assistants_own_secrets() {
+    let llm = ScriptedLlm::start(vec![Script::new("hi", vec![Reply::text("hello")])]).await;
+    let seen = tempfile::tempdir().unwrap();
+    let dump = seen.path().join("env.txt");
+    let extra = format!(
+        "[tools.mcp]\nenabled = true\ntimeout_seconds = 20\n[[tools.mcp.servers]]\nname = \"everything\"\n\
+         command = \"sh\"\nargs = [\"-c\", \"env > '{}'; exec node '{}' stdio\"]\n",
+        dump.display(),
+        everything_js()
+    );
+    let home = Home::new(&llm.base_url(), &extra);
+    let mut command = home.minibot(&["console", "--once", "hi"]);
+    command
+        .env("OPENAI_API_KEY", "sk-inherited-openai-key")
+        .env("ANTHROPIC_API_KEY", "sk-ant-inherited")
+        .env("MINIBOT_VAULT_PASSWORD", "vault-password-inherited")
+        .env("MINIBOT__LLM__TEMPERATURE", "0.5")
+        .env("GITHUB_TOKEN", "ghp-for-the-server");
+    let output = minibot_e2e::run(command).await;
+    assert_eq!(stdout(&output), "hello\n", "{}", stderr(&output));
+    let env = std::fs::read_to_string(&dump).unwrap();
+    for secret in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "MINIBOT_VAULT_PASSWORD", "MINIBOT__LLM__TEMPERATURE"] {
+        assert!(!env.contains(secret), "{secret} reached the server");
+    }
+    assert!(env.contains("GITHUB_TOKEN=ghp-for-the-server"), "{env}");
+}

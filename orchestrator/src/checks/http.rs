@@ -12,6 +12,7 @@ pub(super) fn client(headers: HeaderMap) -> Result<reqwest::Client, ProbeError> 
     minibot_llm::install_crypto_provider();
     reqwest::Client::builder()
         .default_headers(headers)
+        .redirect(minibot_llm::same_origin_redirects())
         .connect_timeout(CONNECT_TIMEOUT)
         .timeout(REQUEST_TIMEOUT)
         .user_agent(concat!("minibot/", env!("CARGO_PKG_VERSION")))

@@ -103,6 +103,9 @@ fn config_fix(error: &ConfigError, file: &Path) -> String {
         ConfigError::MissingSecret { name, .. } => format!("add it with `minibot vault set {name}`"),
         ConfigError::SecretInVaultSection { .. } => "write [vault] values without ${secret:…}".into(),
         ConfigError::Vault { error, .. } => vault_fix(error),
+        ConfigError::Untrusted(_) => {
+            format!("read {file}, then run `minibot trust` in its folder (or pass --config {file})")
+        }
         ConfigError::Unsupported(_) => format!("remove the keys named from {file}, or turn them off"),
         _ => format!("change what the message names in {file}"),
     }

@@ -21,6 +21,16 @@ pub async fn provider(config: &Config, report: &mut Report<impl Write>) {
                 format!("key from {}", endpoint.api_key_source)
             };
             report.ok("provider", format!("{name}: model `{model}` is there; {key}"));
+            if !endpoint.api_key.is_empty()
+                && endpoint.base_url.starts_with("http://")
+                && !minibot_config::is_loopback_url(&endpoint.base_url)
+            {
+                report.warn(
+                    "provider",
+                    "the key goes over plain http:// to another machine, readable by anyone on the way",
+                    "use https://, or a tunnel to the server",
+                );
+            }
             let known = minibot_llm::model_limits(endpoint.api_format, &endpoint.model).is_some();
             if !known && config.memory.max_history_tokens.is_none() {
                 report.warn(

@@ -120,6 +120,12 @@ fn finish(cx: &mut Context<'_>) -> anyhow::Result<()> {
         vault.save()?;
     }
     write_private(&cx.target, &text)?;
+    // The user just wrote this file with the wizard: a later run that finds it in its folder may use it.
+    if let Some(dirs) = minibot_config::PlatformDirs::current()
+        && let Err(error) = minibot_config::trust::record(&dirs, &cx.target)
+    {
+        cx.ui.say(&format!("(could not record {} as trusted: {error})", cx.target.display()));
+    }
     let flag = if target::resolve(None).ok().as_deref() == Some(cx.target.as_path()) {
         String::new()
     } else {

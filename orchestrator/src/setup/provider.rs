@@ -378,7 +378,17 @@ fn apply(cx: &mut Context<'_>, plan: &Plan, current: Option<&Current>) -> anyhow
         }
     }
     match &plan.key {
-        Key::Keep => {}
+        Key::Keep => {
+            // The run changes only what it is told, but a key in the file itself is read by editors, backups
+            // and `git add`: say how to move it (red-team report, #22 F8).
+            let written = cx.doc.text(&at("api_key")).filter(|text| !text.contains("${"));
+            if written.is_some_and(|text| minibot_config::is_credential(&text)) {
+                cx.ui.say(
+                    "Note: the API key is written in the file itself. Give it again (the key question, or \
+                     --api-key-env VAR) to move it into the vault.",
+                );
+            }
+        }
         Key::Nothing => {
             cx.doc.remove(&at("api_key"));
         }

@@ -9,7 +9,12 @@ pub fn resolve(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
         Some(path) => path.to_path_buf(),
         None => match std::env::var("MINIBOT_CONFIG").ok().filter(|v| !v.is_empty()) {
             Some(path) => PathBuf::from(path),
-            None if cwd.join("config.toml").exists() => cwd.join("config.toml"),
+            None if cwd.join("config.toml").exists() => {
+                // Someone else's file (a cloned project) would be read for defaults and given the user's key.
+                let here = cwd.join("config.toml");
+                minibot_config::trust::check(minibot_config::PlatformDirs::current().as_ref(), &here)?;
+                here
+            }
             None => user_config_file()?,
         },
     };

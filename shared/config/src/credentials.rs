@@ -90,6 +90,15 @@ impl Config {
     }
 }
 
+/// Whether the environment variable `name` holds one of the assistant's own secrets: a provider key it reads
+/// (`OPENAI_API_KEY`, …), the vault password, or a `MINIBOT__…` override (which can set any key). Programs the
+/// assistant starts for others (MCP servers) do not inherit these.
+pub fn is_assistant_secret_variable(name: &str) -> bool {
+    name == "MINIBOT_VAULT_PASSWORD"
+        || name.starts_with("MINIBOT__")
+        || KEY_VARIABLES.iter().any(|format| format.key_variable() == name)
+}
+
 /// The values of secret-named headers, whole and without their scheme word: a server that echoes
 /// `Authorization: Bearer sk-…` may quote only `sk-…`.
 fn header_values(headers: &BTreeMap<String, String>, add: &mut impl FnMut(&str)) {
@@ -103,16 +112,31 @@ fn header_values(headers: &BTreeMap<String, String>, add: &mut impl FnMut(&str))
     }
 }
 
-/// The password of a URL's `user:password@` part, as written and percent-decoded (clients report either).
+/// The credentials a URL carries, as written and percent-decoded (clients report either): the password of its
+/// `user:password@` part, also as the base64 of `user:password` that HTTP Basic auth sends (a server may echo
+/// the header), and the values of its query (`?key=…`, `&token=…`), which is where some APIs take the key.
 fn url_password(url: &str, add: &mut impl FnMut(&str)) {
+    use base64::Engine as _;
     let Some((_, rest)) = url.split_once("://") else { return };
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let Some((userinfo, _)) = authority.rsplit_once('@') else { return };
-    let Some((_, password)) = userinfo.split_once(':') else { return };
-    add(password);
-    if let Some(decoded) = percent_decode(password) {
-        add(&decoded);
+    if let Some((_, query)) = rest.split('#').next().unwrap_or_default().split_once('?') {
+        for value in query.split('&').filter_map(|pair| pair.split_once('=').map(|(_, value)| value)) {
+            add(value);
+            if let Some(decoded) = percent_decode(value) {
+                add(&decoded);
+            }
+        }
     }
+    let Some((userinfo, _)) = authority.rsplit_once('@') else { return };
+    let Some((user, password)) = userinfo.split_once(':') else { return };
+    add(password);
+    let decoded = percent_decode(password);
+    if let Some(decoded) = &decoded {
+        add(decoded);
+    }
+    let user = percent_decode(user).unwrap_or_else(|| user.to_string());
+    let basic = format!("{user}:{}", decoded.as_deref().unwrap_or(password));
+    add(&base64::engine::general_purpose::STANDARD.encode(basic));
 }
 
 /// `%XX` escapes decoded; `None` when there are none or the result is not UTF-8.

@@ -99,6 +99,17 @@ fn url_passwords_are_masked_as_written_and_decoded() {
     assert_eq!(percent_decode("plain"), None);
 }
 
+/// Red-team report (#22, F6): a key in a base_url's query, and the Basic header a `user:password@` URL sends,
+/// were shown in doctor's output and the log.
+#[test]
+fn query_keys_and_the_basic_header_of_a_url_are_masked() {
+    let config =
+        load("[llm]\nbase_url = \"http://u:SECRETPASSWORD12345@gw.example/v1?key=SECRETQUERYKEY12345&v=2\"\n", &[]);
+    let redactor = redactor(&config, &[]);
+    let echoed = "got key SECRETQUERYKEY12345 and Basic dTpTRUNSRVRQQVNTV09SRDEyMzQ1 for v=2";
+    assert_eq!(redactor.redact(echoed), "got key *** and Basic *** for v=2");
+}
+
 #[test]
 fn secret_names() {
     for name in ["Authorization", "X-Api-Key", "GITHUB_TOKEN", "DB_PASSWORD", "client_secret", "Cookie"] {
@@ -107,4 +118,14 @@ fn secret_names() {
     for name in ["X-Team", "LOG_LEVEL", "HTTP-Referer", "PATH"] {
         assert!(!is_secret_name(name), "{name}");
     }
+}
+
+/// Red-team report (#22, F6c): a type error quoted the expanded secret (`invalid type: string "sk-…"`).
+#[test]
+fn a_type_error_quotes_the_reference_not_the_secret() {
+    let lookup = |name: &str| (name == "LLM_KEY").then(|| "sk-live-abcdef0123456789".to_string());
+    let error = Config::from_toml("[llm]\ntemperature = \"${LLM_KEY}x\"\n", "c.toml", "/tmp", &lookup).unwrap_err();
+    let text = error.to_string();
+    assert!(!text.contains("sk-live"), "{text}");
+    assert!(text.contains("\"${LLM_KEY}x\" (as written)"), "{text}");
 }

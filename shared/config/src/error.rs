@@ -44,6 +44,9 @@ pub enum ConfigError {
     /// part of the one-line message, not a `source()`, so `{:#}` does not print it twice.
     #[error("{file}: key {key}: {error}")]
     Vault { file: String, key: String, error: minibot_vault::VaultError },
+    /// A `config.toml` in the working folder that the user has not trusted ([`crate::trust`]).
+    #[error(transparent)]
+    Untrusted(#[from] crate::trust::Untrusted),
     /// Keys that ask for features this version does not have ([`crate::support`]); one line each.
     #[error("{}", lines(.0))]
     Unsupported(Vec<crate::Unsupported>),

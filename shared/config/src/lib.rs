@@ -23,13 +23,14 @@ mod providers;
 pub mod schema;
 mod suggest;
 pub mod support;
+pub mod trust;
 mod validate;
 mod vars;
 mod vault;
 
 pub use agents::{AgentDefinition, load_agents, parse_agent};
 pub use bytesize::ByteSize;
-pub use credentials::is_secret_name;
+pub use credentials::{is_assistant_secret_variable, is_secret_name};
 pub use error::{ConfigError, Result};
 pub use expand::expand_str;
 pub use minibot_vault::Secrets;
@@ -172,6 +173,9 @@ impl Config {
                 Some(path) => (PathBuf::from(path), true),
                 None => {
                     let here = cwd.join("config.toml");
+                    if here.is_file() {
+                        trust::check(platform.as_ref(), &here)?;
+                    }
                     let platform_file = platform.as_ref().map(PlatformDirs::config_file).filter(|f| f.exists());
                     (platform_file.filter(|_| !here.exists()).unwrap_or(here), false)
                 }

@@ -24,12 +24,50 @@ pub(crate) fn from_file(
     let text =
         std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
     let origin = path.display().to_string();
+    if let Some(problem) = writable_by_anyone(path) {
+        return Err(ConfigError::Invalid { file: origin, message: problem });
+    }
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let base_dir = absolute.parent().map(Path::to_path_buf).unwrap_or_default();
     // The platform config file keeps its state where a run without a file kept it ([`crate::places`]).
     let state_dir = platform.filter(|dirs| dirs.is_config_dir(&base_dir)).map(|dirs| dirs.data_dir.clone());
     let file = File { text: &text, origin: &origin, path: Some(absolute), base_dir, state_dir };
     build(file, lookup, overrides, unlock)
+}
+
+/// Why any user of this machine could change what the config says, if one could: the file is world-writable,
+/// or its folder is (without the sticky bit, which keeps others from replacing a file they do not own). Such a
+/// file decides where the keys go and which programs start (red-team report, #22 F7), so it is refused, as
+/// ssh refuses such a `~/.ssh`.
+#[cfg(unix)]
+fn writable_by_anyone(path: &Path) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    const OTHERS_WRITE: u32 = 0o002;
+    const STICKY: u32 = 0o1000;
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mode = std::fs::metadata(&absolute).ok()?.permissions().mode();
+    if mode & OTHERS_WRITE != 0 {
+        return Some(format!(
+            "any user of this machine can change this file (mode {:o}): run `chmod o-w {}`",
+            mode & 0o7777,
+            absolute.display()
+        ));
+    }
+    let folder = absolute.parent()?;
+    let mode = std::fs::metadata(folder).ok()?.permissions().mode();
+    (mode & OTHERS_WRITE != 0 && mode & STICKY == 0).then(|| {
+        format!(
+            "any user of this machine can replace this file: its folder {} has mode {:o}; run `chmod o-w {}`",
+            folder.display(),
+            mode & 0o7777,
+            folder.display()
+        )
+    })
+}
+
+#[cfg(not(unix))]
+fn writable_by_anyone(_path: &Path) -> Option<String> {
+    None
 }
 
 /// The text to load (empty when there is no file), what to call it in errors and where it lives.
@@ -103,6 +141,7 @@ pub(crate) fn parse(
         });
     }
     let mut table = crate::layers::merge(file, origin, overrides)?;
+    let written = table.clone();
     let expansion = expand::expand_tree(&mut table, lookup).map_err(|unset| ConfigError::UnsetVariable {
         file: origin.into(),
         var: unset.var,
@@ -112,7 +151,27 @@ pub(crate) fn parse(
     // An override is text standing for whatever its key wants, like a value written as exactly "${VAR}".
     whole.extend(overrides.iter().map(|o| WholeReference { key: o.key.clone() }));
     let secrets = crate::vault::expand_secrets(&mut table, &mut whole, source, unlock)?;
-    Ok((deserialize_with_coercion(table, &whole, origin)?, secrets))
+    let typed = deserialize_with_coercion(table, &whole, origin).map_err(|err| as_written(err, &written))?;
+    Ok((typed, secrets))
+}
+
+/// A type error quotes the value it got, which for `"${secret:…}"` or `"${VAR}"` is the expanded secret: it
+/// quotes what the file wrote instead.
+fn as_written(err: ConfigError, written: &toml::Table) -> ConfigError {
+    let ConfigError::InvalidKey { file, key, message, line } = err else { return err };
+    let Some(Value::String(text)) = lookup_ref(written, &key) else {
+        return ConfigError::InvalidKey { file, key, message, line };
+    };
+    if !text.contains("${") {
+        return ConfigError::InvalidKey { file, key, message, line };
+    }
+    let message = match message.split_once('"').zip(message.rsplit_once('"')) {
+        Some(((before, _), (_, after))) if message.matches('"').count() >= 2 => {
+            format!("{before}{text:?} (as written){after}")
+        }
+        _ => format!("the value of {text:?} does not fit"),
+    };
+    ConfigError::InvalidKey { file, key, message, line }
 }
 
 /// A value written as exactly `"${VAR}"` may stand for a number or a boolean (`port = "${PORT}"`). Such values

@@ -17,7 +17,9 @@ fn folder(text: &str) -> tempfile::TempDir {
 /// Loads as `minibot` does from `dir` as its working directory, with `vars` as its whole environment.
 fn load(dir: &Path, vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
     let vars: Vars = vars.iter().copied().collect();
-    Config::load_from(None, dir, &vars, Unlock::Password(&NoPrompt))
+    // A folder's config.toml needs the user's trust (see tests/places.rs); named, it is the user's choice.
+    let file = dir.join("config.toml");
+    Config::load_from(file.exists().then_some(file.as_path()), dir, &vars, Unlock::Password(&NoPrompt))
 }
 
 /// The message of a load that must fail; configuration errors are one line.

@@ -3,7 +3,7 @@
 //! Where a run keeps its state, by where (and whether) a config file is found: the working directory must not
 //! decide where the history is unless a config file there says so.
 
-use minibot_config::{Config, Unlock, Vars, sqlite_path_from_url};
+use minibot_config::{Config, PlatformDirs, Unlock, Vars, sqlite_path_from_url};
 use minibot_vault::NoPrompt;
 use std::path::{Path, PathBuf};
 
@@ -74,11 +74,16 @@ fn the_platform_config_file_is_found_from_any_folder_and_keeps_the_same_places()
 }
 
 #[test]
-fn a_config_file_in_the_working_directory_wins_and_keeps_everything_next_to_it() {
+fn a_trusted_config_file_in_the_working_directory_wins_and_keeps_everything_next_to_it() {
     let dirs = Dirs::new();
     std::fs::create_dir_all(dirs.config_dir()).unwrap();
     std::fs::write(dirs.config_dir().join("config.toml"), "[llm]\nmodel = \"from-platform\"\n").unwrap();
-    std::fs::write(dirs.cwd.path().join("config.toml"), "[llm]\nmodel = \"from-here\"\n").unwrap();
+    let here = dirs.cwd.path().join("config.toml");
+    std::fs::write(&here, "[llm]\nmodel = \"from-here\"\n").unwrap();
+    let platform = PlatformDirs::from_vars(&dirs.vars(&[])).unwrap();
+    let refused = Config::load_from(None, dirs.cwd.path(), &dirs.vars(&[]), Unlock::Password(&NoPrompt)).unwrap_err();
+    assert!(refused.to_string().contains("is not trusted yet"), "{refused}");
+    minibot_config::trust::record(&platform, &here).unwrap();
     let config = dirs.load(&[]);
     assert_eq!(config.llm.model, "from-here");
     assert_eq!(memory_db(&config), dirs.cwd.path().join("./data/minibot.db"));
@@ -108,4 +113,28 @@ fn overrides_without_a_file_use_the_platform_folders_too() {
     let dirs = Dirs::new();
     let config = dirs.load(&[("MINIBOT__MEMORY__SQLITE_URL", "sqlite:///./data/other.db")]);
     assert_eq!(memory_db(&config), dirs.data_dir().join("other.db"));
+}
+
+/// Red-team report (#22, F7): another user could swap a config in a world-writable folder and redirect the key.
+#[cfg(unix)]
+#[test]
+fn a_config_anyone_can_change_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dirs = Dirs::new();
+    let folder = dirs.cwd.path().join("shared");
+    std::fs::create_dir(&folder).unwrap();
+    let file = folder.join("config.toml");
+    std::fs::write(&file, "").unwrap();
+    let load = || Config::load_from(Some(&file), dirs.cwd.path(), &dirs.vars(&[]), Unlock::Password(&NoPrompt));
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let refused = load().unwrap_err().to_string();
+    assert!(refused.contains("any user of this machine can replace this file"), "{refused}");
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    load().unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let refused = load().unwrap_err().to_string();
+    assert!(refused.contains("any user of this machine can change this file (mode 666)"), "{refused}");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o755)).unwrap();
+    load().unwrap();
 }

@@ -58,6 +58,7 @@ impl Transport {
         }
         let mut builder = reqwest::Client::builder()
             .default_headers(headers)
+            .redirect(same_origin_redirects())
             .connect_timeout(endpoint.connect_timeout)
             .timeout(endpoint.request_timeout)
             .read_timeout(endpoint.read_timeout)
@@ -292,6 +293,24 @@ pub(crate) fn provider_text(body: &str) -> String {
         .or_else(|| value.get("detail"))
         .and_then(Value::as_str);
     said.map_or_else(|| body.to_string(), str::to_string)
+}
+
+/// The redirects a client that carries a key follows: same origin only. reqwest drops `Authorization` on a
+/// redirect to another host but keeps every other header, so Anthropic's `x-api-key`, Gemini's
+/// `x-goog-api-key` and `extra_headers` would reach any host a server (or whoever answers for it) names.
+pub fn same_origin_redirects() -> reqwest::redirect::Policy {
+    const MAX_REDIRECTS: usize = 5;
+    reqwest::redirect::Policy::custom(|attempt| {
+        let same_origin =
+            attempt.previous().first().is_some_and(|original| original.origin() == attempt.url().origin());
+        if !same_origin {
+            attempt.stop()
+        } else if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
+        } else {
+            attempt.follow()
+        }
+    })
 }
 
 #[cfg(test)]

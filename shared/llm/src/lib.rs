@@ -27,6 +27,7 @@ mod types;
 pub use anthropic::Anthropic;
 pub use error::{LlmError, Result};
 pub use gemini::Gemini;
+pub use http::same_origin_redirects;
 pub use limits::{
     BudgetSource, ContextBudget, DEFAULT_ANSWER_TOKENS, DEFAULT_COMPACT_RATIO, IMAGE_TOKENS, ModelLimits, ProviderName,
     TokenEncoding, count_text_tokens, count_tokens, model_limits, model_table_source,

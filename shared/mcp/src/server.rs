@@ -261,6 +261,15 @@ impl McpServer {
         if !self.config.env.is_empty() {
             cmd.env_clear();
             cmd.envs(&self.config.env);
+        } else {
+            // The inherited environment, without the assistant's own secrets (its provider keys, the vault
+            // password, `MINIBOT__…` overrides): a third-party server (`npx …`) has no use for them
+            // (red-team report, #22 F4). A server that needs one names it in `env`.
+            for (name, _) in std::env::vars_os() {
+                if name.to_str().is_some_and(minibot_config::is_assistant_secret_variable) {
+                    cmd.env_remove(&name);
+                }
+            }
         }
         if let Some(cwd) = &self.config.cwd {
             cmd.current_dir(cwd);

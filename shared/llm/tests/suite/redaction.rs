@@ -152,3 +152,44 @@ async fn a_key_from_a_variable_is_masked_wherever_the_conversation_repeats_it() 
     }
     assert_eq!(llm.authorizations(), [format!("Bearer {ENV_KEY}")]);
 }
+
+/// A server that answers every request with `head` and records what it was sent.
+async fn raw_server(head: String) -> (String, std::sync::Arc<std::sync::Mutex<String>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let record = std::sync::Arc::clone(&seen);
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut buffer = vec![0u8; 16 * 1024];
+            let read = socket.read(&mut buffer).await.unwrap_or(0);
+            record.lock().unwrap().push_str(&String::from_utf8_lossy(&buffer[..read]));
+            let _ = socket.write_all(head.as_bytes()).await;
+        }
+    });
+    (url, seen)
+}
+
+/// Red-team report (#22, F3): reqwest drops only `Authorization` on a redirect to another host, so Anthropic's
+/// `x-api-key` followed a 307 anywhere.
+#[tokio::test]
+async fn a_redirect_to_another_host_is_not_followed_with_the_key() {
+    let (elsewhere, seen_elsewhere) =
+        raw_server("HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}".into()).await;
+    let moved = format!(
+        "HTTP/1.1 307 Temporary Redirect\r\nlocation: {elsewhere}/v1/messages\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+    );
+    let (base, _) = raw_server(moved).await;
+    for provider in ["claude", "google"] {
+        let client = client(&format!(
+            "[llm]\nprovider = \"{provider}\"\nbase_url = \"{base}\"\napi_key = \"{LLM_KEY}\"\nmodel = \"m\"\n\
+             retry_attempts = 0\n"
+        ));
+        let request =
+            ChatRequest { model: "m".into(), messages: vec![Message::User("hi".into())], ..ChatRequest::default() };
+        let refused = client.complete(&request).await.expect_err("a redirect is not an answer");
+        assert!(!refused.to_string().contains(LLM_KEY), "{refused}");
+    }
+    assert_eq!(seen_elsewhere.lock().unwrap().as_str(), "", "the other host was sent a request");
+}
