@@ -10,8 +10,8 @@ use std::path::PathBuf;
 #[derive(Debug, Parser)]
 #[command(name = "minibot", version, after_help = EXAMPLES, help_template = HELP)]
 pub struct Cli {
-    /// Config file (default: $MINIBOT_CONFIG, then ./config.toml, then ~/.config/minibot/config.toml; no file
-    /// means defaults, with data and logs in ~/.local/share/minibot).
+    /// Config file (default: $MINIBOT_CONFIG, then ./config.toml once trusted with `minibot trust`, then
+    /// ~/.config/minibot/config.toml; no file means defaults, with data and logs in ~/.local/share/minibot).
     #[arg(long, global = true, value_name = "PATH")]
     pub config: Option<PathBuf>,
     /// Also write logs to stderr.
@@ -34,7 +34,8 @@ Examples:
   minibot doctor                     check the config, the provider and Telegram
   minibot --config ~/bot/config.toml console
 
-Without --config, the config file is $MINIBOT_CONFIG, else ./config.toml, else ~/.config/minibot/config.toml.
+Without --config, the config file is $MINIBOT_CONFIG, else ./config.toml (once you trusted it with `minibot
+trust`), else ~/.config/minibot/config.toml.
 Without any, data and logs go to ~/.local/share/minibot.";
 
 #[derive(Debug, Subcommand)]
@@ -52,9 +53,14 @@ pub enum Command {
     /// Set up or change a config file step by step (provider, key, Telegram, tasks, MCP servers).
     Init(crate::setup::InitArgs),
     /// Trust the config.toml in this folder (or PATH) as it is now. `minibot` uses a config file that it finds in
-    /// the working folder only after this, and again after every change: such a file (a cloned project's) can
-    /// start programs and send your keys to its server. Read it first.
-    Trust { path: Option<PathBuf> },
+    /// the working folder only after this, and again after every change to it or to the files in its folder it
+    /// runs or reads as instructions (MCP servers' scripts, prompts, agents): such a file (a cloned project's)
+    /// can start programs and send your keys to its server. Read them first. The record is
+    /// ~/.config/minibot/trusted-configs; delete a line there to take trust back.
+    Trust {
+        /// The config file (default: --config, else ./config.toml).
+        path: Option<PathBuf>,
+    },
     /// Check the config, the vault, the provider, Telegram, the sandbox, the workers, MCP and disk; exits non-zero
     /// when something you need is broken.
     Doctor(crate::doctor::DoctorArgs),

@@ -20,7 +20,7 @@ fn main() -> ExitCode {
         return vault_cli::run(cli.config.as_deref(), args);
     }
     if let Some(Command::Trust { path }) = &cli.command {
-        return trust(path.as_deref());
+        return trust(path.as_deref().or(cli.config.as_deref()));
     }
     // Both work before (init) or despite (doctor) a config that does not load, so they load it themselves.
     let early = match cli.command.take_if(|c| matches!(c, Command::Init(_) | Command::Doctor(_))) {
@@ -79,10 +79,26 @@ fn trust(path: Option<&std::path::Path>) -> ExitCode {
         eprintln!("minibot: no home folder, so there is nowhere to record trust; pass --config or set MINIBOT_CONFIG");
         return ExitCode::from(2);
     };
-    match minibot_config::trust::record(&dirs, &file) {
+    if !file.exists() {
+        eprintln!(
+            "minibot: {}",
+            terminal_text::for_terminal(&minibot_config::trust::Untrusted::Missing(file.clone()).to_string())
+        );
+        return ExitCode::from(2);
+    }
+    // Read as the assistant reads it, without the vault: only the files it names are needed.
+    let config = match Config::load_with(Some(&file), minibot_config::Unlock::Skip) {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("minibot: {}", terminal_text::for_terminal(&format!("{error:#}")));
+            return ExitCode::from(2);
+        }
+    };
+    match minibot_config::trust::record(&dirs, &file, &config) {
         Ok(real) => {
             println!(
-                "Trusted {} as it is now; run `minibot trust` again after it changes.",
+                "Trusted {} as it is now, with the files in its folder that it runs or reads as instructions \
+                 (MCP servers' scripts, prompts, agents). After any of them changes, run `minibot trust` again.",
                 terminal_text::for_terminal(&real.display().to_string())
             );
             ExitCode::SUCCESS

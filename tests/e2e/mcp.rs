@@ -265,8 +265,8 @@ async fn a_specialists_long_mcp_result_is_spilled_too() {
     assert!(saved.contains(&long), "the file holds the whole result");
 }
 
-/// Red-team report (#22, F4): a stdio server with no `env` inherited the assistant's provider keys and vault
-/// password. It still inherits the rest of the environment (a `GITHUB_TOKEN` the user exported for it).
+/// Red-team reports (#22, F4, B4): a stdio server with no `env` inherited the assistant's provider keys, the
+/// vault password and any variable the config reads (`${TELEGRAM_BOT_TOKEN}`). It still inherits the rest.
 #[tokio::test]
 async fn a_stdio_server_does_not_inherit_the_assistants_own_secrets() {
     let llm = ScriptedLlm::start(vec![Script::new("hi", vec![Reply::text("hello")])]).await;
@@ -285,12 +285,22 @@ async fn a_stdio_server_does_not_inherit_the_assistants_own_secrets() {
         .env("ANTHROPIC_API_KEY", "sk-ant-inherited")
         .env("MINIBOT_VAULT_PASSWORD", "vault-password-inherited")
         .env("MINIBOT__LLM__TEMPERATURE", "0.5")
-        .env("GITHUB_TOKEN", "ghp-for-the-server");
+        .env("TELEGRAM_BOT_TOKEN", "123:telegram-secret")
+        .env("RABBITMQ_DEFAULT_PASS", "broker-secret")
+        .env("MY_SERVER_SETTING", "kept");
     let output = minibot_e2e::run(command).await;
     assert_eq!(stdout(&output), "hello\n", "{}", stderr(&output));
     let env = std::fs::read_to_string(&dump).unwrap();
-    for secret in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "MINIBOT_VAULT_PASSWORD", "MINIBOT__LLM__TEMPERATURE"] {
+    let secrets = [
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "MINIBOT_VAULT_PASSWORD",
+        "MINIBOT__LLM__TEMPERATURE",
+        "TELEGRAM_BOT_TOKEN",
+        "RABBITMQ_DEFAULT_PASS",
+    ];
+    for secret in secrets {
         assert!(!env.contains(secret), "{secret} reached the server");
     }
-    assert!(env.contains("GITHUB_TOKEN=ghp-for-the-server"), "{env}");
+    assert!(env.contains("MY_SERVER_SETTING=kept"), "{env}");
 }

@@ -103,6 +103,9 @@ fn config_fix(error: &ConfigError, file: &Path) -> String {
         ConfigError::MissingSecret { name, .. } => format!("add it with `minibot vault set {name}`"),
         ConfigError::SecretInVaultSection { .. } => "write [vault] values without ${secret:…}".into(),
         ConfigError::Vault { error, .. } => vault_fix(error),
+        ConfigError::Untrusted(minibot_config::trust::Untrusted::FilesChanged { .. }) => {
+            format!("read the files named, then run `minibot trust` in its folder (or pass --config {file})")
+        }
         ConfigError::Untrusted(_) => {
             format!("read {file}, then run `minibot trust` in its folder (or pass --config {file})")
         }

@@ -21,10 +21,7 @@ pub async fn provider(config: &Config, report: &mut Report<impl Write>) {
                 format!("key from {}", endpoint.api_key_source)
             };
             report.ok("provider", format!("{name}: model `{model}` is there; {key}"));
-            if !endpoint.api_key.is_empty()
-                && endpoint.base_url.starts_with("http://")
-                && !minibot_config::is_loopback_url(&endpoint.base_url)
-            {
+            if !endpoint.api_key.is_empty() && minibot_config::is_plain_http_to_another_host(&endpoint.base_url) {
                 report.warn(
                     "provider",
                     "the key goes over plain http:// to another machine, readable by anyone on the way",

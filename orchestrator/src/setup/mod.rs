@@ -120,12 +120,6 @@ fn finish(cx: &mut Context<'_>) -> anyhow::Result<()> {
         vault.save()?;
     }
     write_private(&cx.target, &text)?;
-    // The user just wrote this file with the wizard: a later run that finds it in its folder may use it.
-    if let Some(dirs) = minibot_config::PlatformDirs::current()
-        && let Err(error) = minibot_config::trust::record(&dirs, &cx.target)
-    {
-        cx.ui.say(&format!("(could not record {} as trusted: {error})", cx.target.display()));
-    }
     let flag = if target::resolve(None).ok().as_deref() == Some(cx.target.as_path()) {
         String::new()
     } else {
@@ -138,6 +132,12 @@ fn finish(cx: &mut Context<'_>) -> anyhow::Result<()> {
     // Only with a new file: an edited config keeps the specialists it has (or chose not to have).
     let specialists: std::path::PathBuf = config.resolve_path(&config.orchestration.directory).components().collect();
     let added = if cx.doc.existed { Vec::new() } else { agents::install_bundled(&specialists)? };
+    // The user just wrote this file (and its specialists) with the wizard: a later run that finds it in its folder may use it.
+    if let Some(dirs) = minibot_config::PlatformDirs::current()
+        && let Err(error) = minibot_config::trust::record(&dirs, &cx.target, &config)
+    {
+        cx.ui.say(&format!("(could not record {} as trusted: {error})", cx.target.display()));
+    }
     if !added.is_empty() {
         summary.push_str(&format!(
             "Added the bundled specialists ({}) to {}.\n",

@@ -19,6 +19,8 @@ pub fn resolve(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
         },
     };
     let chosen = if chosen.is_absolute() { chosen } else { cwd.join(chosen) };
+    // `./config.toml` is shown as `/home/me/p/config.toml`, not `/home/me/p/./config.toml`.
+    let chosen: PathBuf = chosen.components().collect();
     if chosen.extension().and_then(|e| e.to_str()) != Some("toml") {
         anyhow::bail!("{}: a config file must end in .toml", chosen.display());
     }

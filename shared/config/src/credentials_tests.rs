@@ -129,3 +129,14 @@ fn a_type_error_quotes_the_reference_not_the_secret() {
     assert!(!text.contains("sk-live"), "{text}");
     assert!(text.contains("\"${LLM_KEY}x\" (as written)"), "{text}");
 }
+
+/// Red-team report (#22, B6): a message that quotes a value (an unknown provider) printed the key a
+/// `${…}` reference stood for.
+#[test]
+fn an_error_that_quotes_a_value_does_not_print_the_key_it_came_from() {
+    let lookup = |name: &str| (name == "OPENAI_API_KEY").then(|| "sk-LEAKME1234567".to_string());
+    let error = Config::from_toml("[llm]\nprovider = \"${OPENAI_API_KEY}\"\n", "c.toml", "/tmp", &lookup).unwrap_err();
+    let text = error.to_string();
+    assert!(!text.contains("LEAKME"), "{text}");
+    assert!(text.contains("***"), "{text}");
+}

@@ -44,6 +44,9 @@ pub enum ConfigError {
     /// part of the one-line message, not a `source()`, so `{:#}` does not print it twice.
     #[error("{file}: key {key}: {error}")]
     Vault { file: String, key: String, error: minibot_vault::VaultError },
+    /// An error whose text held a value taken from the environment, with that value masked.
+    #[error("{0}")]
+    Masked(String),
     /// A `config.toml` in the working folder that the user has not trusted ([`crate::trust`]).
     #[error(transparent)]
     Untrusted(#[from] crate::trust::Untrusted),

@@ -38,7 +38,7 @@ pub use paths::sqlite_path_from_url;
 pub use places::{Locations, PlatformDirs};
 pub use providers::{
     ApiFormat, EndpointOptions, LlmEndpoint, MissingApiKey, NO_KEY_SENT, ProviderChoice, ProviderUnavailable,
-    is_credential, is_loopback_url,
+    is_credential, is_loopback_url, is_plain_http_to_another_host,
 };
 pub use schema::*;
 pub use support::{Unsupported, check_agents};
@@ -167,14 +167,16 @@ impl Config {
         let overrides = overrides::collect(vars)?;
         let lookup = |name: &str| vars.get(name).map(String::from);
         let platform = PlatformDirs::from_vars(vars);
+        let mut found_here = false;
         let (path, required) = match explicit {
             Some(path) => (path.to_path_buf(), true),
             None => match vars.get("MINIBOT_CONFIG").filter(|v| !v.is_empty()) {
                 Some(path) => (PathBuf::from(path), true),
                 None => {
                     let here = cwd.join("config.toml");
-                    if here.is_file() {
+                    if here.exists() {
                         trust::check(platform.as_ref(), &here)?;
+                        found_here = true;
                     }
                     let platform_file = platform.as_ref().map(PlatformDirs::config_file).filter(|f| f.exists());
                     (platform_file.filter(|_| !here.exists()).unwrap_or(here), false)
@@ -182,7 +184,11 @@ impl Config {
             },
         };
         if path.exists() || required {
-            return load::from_file(&path, &lookup, &overrides, unlock, platform.as_ref());
+            let config = load::from_file(&path, &lookup, &overrides, unlock, platform.as_ref())?;
+            if found_here {
+                trust::check_files(platform.as_ref(), &path, &config)?;
+            }
+            return Ok(config);
         }
         let (base_dir, state_dir) = match platform {
             Some(dirs) => (dirs.config_dir, Some(dirs.data_dir)),

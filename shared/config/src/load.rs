@@ -35,38 +35,46 @@ pub(crate) fn from_file(
     build(file, lookup, overrides, unlock)
 }
 
-/// Why any user of this machine could change what the config says, if one could: the file is world-writable,
-/// or its folder is (without the sticky bit, which keeps others from replacing a file they do not own). Such a
-/// file decides where the keys go and which programs start (red-team report, #22 F7), so it is refused, as
-/// ssh refuses such a `~/.ssh`.
+/// Why any user of this machine could change what `path` says, if one could: the file (or the file a link
+/// leads to) is world-writable, or a folder on the way to it is (without the sticky bit, which keeps others
+/// from replacing a file they do not own). Such a file decides where the keys go and which programs start
+/// (red-team reports, #22 F7 and B7), so it is refused, as ssh refuses such a `~/.ssh`.
 #[cfg(unix)]
-fn writable_by_anyone(path: &Path) -> Option<String> {
+pub(crate) fn writable_by_anyone(path: &Path) -> Option<String> {
     use std::os::unix::fs::PermissionsExt;
     const OTHERS_WRITE: u32 = 0o002;
     const STICKY: u32 = 0o1000;
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let mode = std::fs::metadata(&absolute).ok()?.permissions().mode();
+    let real = std::fs::canonicalize(&absolute).ok()?;
+    let mode = std::fs::metadata(&real).ok()?.permissions().mode();
     if mode & OTHERS_WRITE != 0 {
         return Some(format!(
-            "any user of this machine can change this file (mode {:o}): run `chmod o-w {}`",
+            "any user of this machine can change {} (mode {:o}): run `chmod o-w {}`",
+            real.display(),
             mode & 0o7777,
-            absolute.display()
+            real.display()
         ));
     }
-    let folder = absolute.parent()?;
-    let mode = std::fs::metadata(folder).ok()?.permissions().mode();
-    (mode & OTHERS_WRITE != 0 && mode & STICKY == 0).then(|| {
-        format!(
-            "any user of this machine can replace this file: its folder {} has mode {:o}; run `chmod o-w {}`",
-            folder.display(),
-            mode & 0o7777,
-            folder.display()
-        )
-    })
+    // The folders on the way to the link and to what it leads to: any of them lets others swap what is below.
+    let folders = absolute.ancestors().skip(1).chain(real.ancestors().skip(1));
+    for folder in folders {
+        let Ok(meta) = std::fs::symlink_metadata(folder) else { continue };
+        let mode = meta.permissions().mode();
+        if meta.is_dir() && mode & OTHERS_WRITE != 0 && mode & STICKY == 0 {
+            return Some(format!(
+                "any user of this machine can replace {}: the folder {} has mode {:o}; run `chmod o-w {}`",
+                absolute.display(),
+                folder.display(),
+                mode & 0o7777,
+                folder.display()
+            ));
+        }
+    }
+    None
 }
 
 #[cfg(not(unix))]
-fn writable_by_anyone(_path: &Path) -> Option<String> {
+pub(crate) fn writable_by_anyone(_path: &Path) -> Option<String> {
     None
 }
 
@@ -99,8 +107,38 @@ pub(crate) fn build(
         };
         crate::validate::check(&config, file.origin).map(|()| config)
     });
-    checked.map_err(|err| overrides::blame(with_line(err, file.text), overrides))
+    checked.map_err(|err| masked(overrides::blame(with_line(err, file.text), overrides), file.text, lookup, overrides))
 }
+
+/// The error with every credential the file took from the environment (`${OPENAI_API_KEY}`, a `MINIBOT__…`
+/// override of a key such as `api_key`) masked: a message
+/// that quotes a value it got ("unknown provider `…`", a vault path) must not print the key that a reference
+/// stood for (red-team report, #22 B6). Type errors already quote the reference itself (see [`as_written`]).
+fn masked(
+    err: ConfigError,
+    text: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    overrides: &[Override],
+) -> ConfigError {
+    let message = err.to_string();
+    let mut table: toml::Table = toml::from_str(text).unwrap_or_default();
+    // Only credentials: a `${MODEL}` or `MINIBOT__LLM__MODEL` quoted in an error is what the user must see.
+    let mut values: Vec<String> = expand::references(expand::Kind::Env, &mut table)
+        .into_iter()
+        .filter(|(_, name)| crate::is_secret_name(name))
+        .filter_map(|(_, name)| lookup(&name))
+        .collect();
+    values.extend(overrides.iter().filter(|o| crate::is_secret_name(&o.key)).map(|o| o.value.clone()));
+    values.retain(|value| value.chars().count() >= MASKED_MIN_CHARS && message.contains(value.as_str()));
+    if values.is_empty() {
+        return err;
+    }
+    let redactor = minibot_vault::Redactor::from_values(values.iter().map(String::as_str));
+    ConfigError::Masked(redactor.redact(&message).into_owned())
+}
+
+/// Shorter values are ordinary words (`true`, `8080`, `INFO`) that a message may well contain on its own.
+const MASKED_MIN_CHARS: usize = 8;
 
 /// The error with the line of its key, where the text writes that key.
 fn with_line(err: ConfigError, text: &str) -> ConfigError {

@@ -227,15 +227,20 @@ pub const NO_KEY_SENT: &str = "no key was sent";
 
 /// Whether `url` names this machine (`localhost`, `127.x`, `::1`): a server there needs no key.
 pub fn is_loopback_url(url: &str) -> bool {
-    let host = url.split_once("://").map_or(url, |(_, rest)| rest).split(['/', '?']).next().unwrap_or("");
-    let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
-    let host = if host.starts_with('[') {
-        host.split(']').next().unwrap_or("").trim_start_matches('[')
-    } else {
-        host.split(':').next().unwrap_or("")
-    };
-    // An address, not a prefix: `127.0.0.1.example.com` is somebody else's host.
-    host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    // Parsed as the HTTP client parses it (WHATWG): `http://10.0.0.5\@localhost/` goes to 10.0.0.5, whatever a
+    // split on `@` says (red-team report, #22 B8).
+    let Ok(parsed) = url::Url::parse(url) else { return false };
+    match parsed.host() {
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
+/// Whether a key sent to `url` crosses the network in clear text: plain `http` to another machine.
+pub fn is_plain_http_to_another_host(url: &str) -> bool {
+    url::Url::parse(url).is_ok_and(|parsed| parsed.scheme() == "http") && !is_loopback_url(url)
 }
 
 impl crate::ConfigFile {
@@ -415,6 +420,18 @@ mod tests {
         assert!(is_loopback_url("http://[::1]:8080/v1"));
         assert!(!is_loopback_url("https://api.openai.com/v1"));
         assert!(!is_loopback_url("https://localhost.evil.com/v1"));
+    }
+
+    #[test]
+    fn the_host_is_the_one_the_client_connects_to() {
+        for url in
+            ["http://192.0.2.2:18098\\@localhost/v1", "http://192.0.2.2:18098#@localhost/v1", "HTTP://192.0.2.2/v1"]
+        {
+            assert!(!is_loopback_url(url), "{url}");
+            assert!(super::is_plain_http_to_another_host(url), "{url}");
+        }
+        assert!(is_loopback_url("HTTP://LOCALHOST:8080/v1"));
+        assert!(!super::is_plain_http_to_another_host("https://api.example.com/v1"));
     }
 
     #[test]

@@ -58,10 +58,18 @@ pub(crate) fn expand_secrets(
         Unlock::Given(secrets) => (secrets, None),
         Unlock::Skip => (Secrets::default(), None),
         Unlock::Password(prompt) => {
+            let password_file = Some(&vault.password_file)
+                .filter(|f| !f.is_empty())
+                .map(|f| paths::resolve(origin.base_dir, origin.state_dir, f));
+            // A vault and password that others can replace hand the assistant their secrets (their key, their
+            // server) (red-team report, #22 B7). Readable is left alone: Docker secrets are mode 0444.
+            for (what, checked) in [("[vault] password_file", password_file.as_deref()), ("vault.path", Some(&path))] {
+                if let Some(problem) = checked.and_then(crate::load::writable_by_anyone) {
+                    return Err(ConfigError::Invalid { file, message: format!("{what}: {problem}") });
+                }
+            }
             let sources = PasswordSources {
-                file: Some(&vault.password_file)
-                    .filter(|f| !f.is_empty())
-                    .map(|f| paths::resolve(origin.base_dir, origin.state_dir, f)),
+                file: password_file,
                 file_setting: "[vault] password_file",
                 env: (origin.lookup)(minibot_vault::PASSWORD_ENV),
                 prompt,

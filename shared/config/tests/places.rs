@@ -83,7 +83,8 @@ fn a_trusted_config_file_in_the_working_directory_wins_and_keeps_everything_next
     let platform = PlatformDirs::from_vars(&dirs.vars(&[])).unwrap();
     let refused = Config::load_from(None, dirs.cwd.path(), &dirs.vars(&[]), Unlock::Password(&NoPrompt)).unwrap_err();
     assert!(refused.to_string().contains("is not trusted yet"), "{refused}");
-    minibot_config::trust::record(&platform, &here).unwrap();
+    let parsed = Config::load_from(Some(&here), dirs.cwd.path(), &dirs.vars(&[]), Unlock::Password(&NoPrompt)).unwrap();
+    minibot_config::trust::record(&platform, &here, &parsed).unwrap();
     let config = dirs.load(&[]);
     assert_eq!(config.llm.model, "from-here");
     assert_eq!(memory_db(&config), dirs.cwd.path().join("./data/minibot.db"));
@@ -128,13 +129,24 @@ fn a_config_anyone_can_change_is_refused() {
     let load = || Config::load_from(Some(&file), dirs.cwd.path(), &dirs.vars(&[]), Unlock::Password(&NoPrompt));
     std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o777)).unwrap();
     let refused = load().unwrap_err().to_string();
-    assert!(refused.contains("any user of this machine can replace this file"), "{refused}");
+    assert!(refused.contains("has mode 777; run `chmod o-w"), "{refused}");
     std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o1777)).unwrap();
     load().unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
     let refused = load().unwrap_err().to_string();
-    assert!(refused.contains("any user of this machine can change this file (mode 666)"), "{refused}");
+    assert!(refused.contains("(mode 666)"), "{refused}");
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
     std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o755)).unwrap();
     load().unwrap();
+    // Red-team report (#22, B7): a world-writable folder further up, or where a link leads, counts too.
+    std::fs::set_permissions(dirs.cwd.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    assert!(load().unwrap_err().to_string().contains("has mode 777"));
+    std::fs::set_permissions(dirs.cwd.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let open = dirs.home.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::write(open.join("real.toml"), "").unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::remove_file(&file).unwrap();
+    std::os::unix::fs::symlink(open.join("real.toml"), &file).unwrap();
+    assert!(load().unwrap_err().to_string().contains("has mode 777"));
 }

@@ -262,11 +262,15 @@ impl McpServer {
             cmd.env_clear();
             cmd.envs(&self.config.env);
         } else {
-            // The inherited environment, without the assistant's own secrets (its provider keys, the vault
-            // password, `MINIBOT__…` overrides): a third-party server (`npx …`) has no use for them
-            // (red-team report, #22 F4). A server that needs one names it in `env`.
+            // The inherited environment, without secrets: the assistant's own (its provider keys, the vault
+            // password, `MINIBOT__…` overrides) and every variable named like a credential (`*_TOKEN`, `*KEY*`,
+            // `*PASS*`, …), which a config may read as `${NAME}`. A third-party server (`npx …`) gets none of
+            // them unless its `env` names them (red-team reports, #22 F4 and B4).
             for (name, _) in std::env::vars_os() {
-                if name.to_str().is_some_and(minibot_config::is_assistant_secret_variable) {
+                let secret = name.to_str().is_none_or(|name| {
+                    minibot_config::is_assistant_secret_variable(name) || minibot_config::is_secret_name(name)
+                });
+                if secret {
                     cmd.env_remove(&name);
                 }
             }
