@@ -38,7 +38,12 @@ impl Elsewhere {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("home")).unwrap();
         std::fs::write(dir.path().join("config.toml"), config).unwrap();
-        Self { dir, bin: install_bin() }
+        let place = Self { dir, bin: install_bin() };
+        // The user wrote this config.toml: they trust it, as the installed program asks before it uses one it
+        // finds in the working folder.
+        let trusted = place.command("minibot").arg("trust").output().unwrap();
+        assert!(trusted.status.success(), "trust: {}", String::from_utf8_lossy(&trusted.stderr));
+        place
     }
 
     fn path(&self) -> &Path {

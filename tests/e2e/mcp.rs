@@ -287,6 +287,7 @@ async fn a_stdio_server_does_not_inherit_the_assistants_own_secrets() {
         .env("MINIBOT__LLM__TEMPERATURE", "0.5")
         .env("TELEGRAM_BOT_TOKEN", "123:telegram-secret")
         .env("RABBITMQ_DEFAULT_PASS", "broker-secret")
+        .env("APP_DATABASE_URL", "postgres://app:p4ss-word@db/app")
         .env("MY_SERVER_SETTING", "kept");
     let output = minibot_e2e::run(command).await;
     assert_eq!(stdout(&output), "hello\n", "{}", stderr(&output));
@@ -298,6 +299,7 @@ async fn a_stdio_server_does_not_inherit_the_assistants_own_secrets() {
         "MINIBOT__LLM__TEMPERATURE",
         "TELEGRAM_BOT_TOKEN",
         "RABBITMQ_DEFAULT_PASS",
+        "APP_DATABASE_URL",
     ];
     for secret in secrets {
         assert!(!env.contains(secret), "{secret} reached the server");

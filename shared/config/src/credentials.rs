@@ -90,6 +90,29 @@ impl Config {
     }
 }
 
+/// Whether the environment variable `name` = `value` looks like a credential, more broadly than
+/// [`is_secret_name`] (which also picks headers to mask): `*_PWD`, `*_PAT`, JWTs, DSNs, webhooks, private keys,
+/// and any value with a password in it (`postgres://u:p@…`, `…;Password=…`). Programs started for others do not
+/// inherit these, and config errors never quote them.
+pub fn is_secret_variable(name: &str, value: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    let named = is_secret_name(name)
+        || is_assistant_secret_variable(name)
+        || ["_PWD", "_PAT"].iter().any(|end| upper.ends_with(end))
+        || ["JWT", "DSN", "WEBHOOK", "BEARER", "PRIVATE", "SALT", "SIGNING"].iter().any(|part| upper.contains(part));
+    named || value_holds_password(value)
+}
+
+/// `scheme://user:password@host…`, or a connection string with `Password=` / `Pwd=`.
+fn value_holds_password(value: &str) -> bool {
+    let userinfo_password = value.split_once("://").is_some_and(|(_, rest)| {
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        authority.rsplit_once('@').is_some_and(|(userinfo, _)| userinfo.contains(':'))
+    });
+    let lower = value.to_ascii_lowercase();
+    userinfo_password || lower.contains("password=") || lower.contains("pwd=")
+}
+
 /// Whether the environment variable `name` holds one of the assistant's own secrets: a provider key it reads
 /// (`OPENAI_API_KEY`, …), the vault password, or a `MINIBOT__…` override (which can set any key). Programs the
 /// assistant starts for others (MCP servers) do not inherit these.

@@ -140,3 +140,24 @@ fn an_error_that_quotes_a_value_does_not_print_the_key_it_came_from() {
     assert!(!text.contains("LEAKME"), "{text}");
     assert!(text.contains("***"), "{text}");
 }
+
+/// Red-team report (#22, third pass): credentials with names or values the first filter missed.
+#[test]
+fn credentials_are_known_by_name_or_by_value() {
+    for (name, value) in [
+        ("GITHUB_PAT", "x"),
+        ("DB_PWD", "x"),
+        ("SENTRY_DSN", "https://k@o.ingest/1"),
+        ("SLACK_WEBHOOK_URL", "https://hooks/x"),
+        ("CI_JOB_JWT", "x"),
+        ("DATABASE_URL", "postgres://u:p4ss@db/app"),
+        ("CONN_STR", "Server=x;Pwd=secret"),
+    ] {
+        assert!(is_secret_variable(name, value), "{name}");
+    }
+    for (name, value) in
+        [("PATH", "/usr/bin"), ("PWD", "/home/me"), ("LANG", "C.UTF-8"), ("DB_URL", "postgres://db/app")]
+    {
+        assert!(!is_secret_variable(name, value), "{name}");
+    }
+}

@@ -24,13 +24,14 @@ pub mod schema;
 mod suggest;
 pub mod support;
 pub mod trust;
+pub use load::writable_by_anyone;
 mod validate;
 mod vars;
 mod vault;
 
 pub use agents::{AgentDefinition, load_agents, parse_agent};
 pub use bytesize::ByteSize;
-pub use credentials::{is_assistant_secret_variable, is_secret_name};
+pub use credentials::{is_assistant_secret_variable, is_secret_name, is_secret_variable};
 pub use error::{ConfigError, Result};
 pub use expand::expand_str;
 pub use minibot_vault::Secrets;

@@ -40,7 +40,7 @@ pub(crate) fn from_file(
 /// from replacing a file they do not own). Such a file decides where the keys go and which programs start
 /// (red-team reports, #22 F7 and B7), so it is refused, as ssh refuses such a `~/.ssh`.
 #[cfg(unix)]
-pub(crate) fn writable_by_anyone(path: &Path) -> Option<String> {
+pub fn writable_by_anyone(path: &Path) -> Option<String> {
     use std::os::unix::fs::PermissionsExt;
     const OTHERS_WRITE: u32 = 0o002;
     const STICKY: u32 = 0o1000;
@@ -74,7 +74,7 @@ pub(crate) fn writable_by_anyone(path: &Path) -> Option<String> {
 }
 
 #[cfg(not(unix))]
-pub(crate) fn writable_by_anyone(_path: &Path) -> Option<String> {
+pub fn writable_by_anyone(_path: &Path) -> Option<String> {
     None
 }
 
@@ -123,11 +123,16 @@ fn masked(
     let message = err.to_string();
     let mut table: toml::Table = toml::from_str(text).unwrap_or_default();
     // Only credentials: a `${MODEL}` or `MINIBOT__LLM__MODEL` quoted in an error is what the user must see.
-    let mut values: Vec<String> = expand::references(expand::Kind::Env, &mut table)
-        .into_iter()
-        .filter(|(_, name)| crate::is_secret_name(name))
-        .filter_map(|(_, name)| lookup(&name))
-        .collect();
+    // References in the file, and in override values (`MINIBOT__LLM__PROVIDER='${OPENAI_API_KEY}'`).
+    let mut names: Vec<String> =
+        expand::references(expand::Kind::Env, &mut table).into_iter().map(|(_, n)| n).collect();
+    for value in overrides.iter().map(|o| o.value.as_str()) {
+        names.extend(
+            value.split("${").skip(1).filter_map(|rest| rest.split_once('}')).map(|(name, _)| name.to_string()),
+        );
+    }
+    let mut values: Vec<String> =
+        names.iter().filter_map(|name| lookup(name).filter(|value| crate::is_secret_variable(name, value))).collect();
     values.extend(overrides.iter().filter(|o| crate::is_secret_name(&o.key)).map(|o| o.value.clone()));
     values.retain(|value| value.chars().count() >= MASKED_MIN_CHARS && message.contains(value.as_str()));
     if values.is_empty() {

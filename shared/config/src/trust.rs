@@ -183,19 +183,22 @@ pub fn record(dirs: &PlatformDirs, path: &Path, config: &Config) -> Result<PathB
 /// The files (and every file inside the folders) of `paths`, one `hash  path` line each: contents hashed up
 /// to a bound, beyond it size and time.
 fn manifest(paths: &[PathBuf]) -> String {
-    let mut files = Vec::new();
-    for path in paths {
+    // Named files first: a folder of many prompts must not crowd a named script out of the hashed set.
+    let mut files: Vec<PathBuf> = paths.iter().filter(|p| p.is_file()).cloned().collect();
+    for path in paths.iter().filter(|p| p.is_dir()) {
         collect(path, &mut files, 0);
     }
-    files.sort();
-    files.dedup();
+    let mut seen = std::collections::HashSet::new();
+    files.retain(|file| seen.insert(file.clone()));
     let mut budget = MAX_HASHED_BYTES;
     let mut text = String::new();
+    if files.len() > MAX_LISTED_FILES {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        text.push_str(&format!("{}  (more than {MAX_LISTED_FILES} files in its folders)\n", now.as_nanos()));
+    }
     for (i, file) in files.iter().enumerate() {
-        let shown = file.to_string_lossy();
-        if shown.contains(['\n', '\r']) {
-            continue;
-        }
+        // A line break would forge a manifest line: such a name is kept, escaped, so a change still counts.
+        let shown = file.to_string_lossy().replace('\n', "\\n").replace('\r', "\\r");
         let Ok(meta) = std::fs::metadata(file) else { continue };
         let hash = if i < MAX_HASHED_FILES && meta.len() <= budget {
             budget -= meta.len();
@@ -213,8 +216,12 @@ fn manifest_digest(manifest: &str) -> String {
     digest(manifest.as_bytes())
 }
 
+/// Beyond this many files in a config's folders, they cannot be checked: the manifest gets a line that differs
+/// every time, so such a folder is refused at every start (naming why) rather than trusted unchecked.
+const MAX_LISTED_FILES: usize = 20_000;
+
 fn collect(path: &Path, files: &mut Vec<PathBuf>, depth: usize) {
-    if files.len() > 4 * MAX_HASHED_FILES || depth > 8 {
+    if files.len() > MAX_LISTED_FILES || depth > 16 {
         return;
     }
     let Ok(meta) = std::fs::metadata(path) else { return };
@@ -231,32 +238,39 @@ fn collect(path: &Path, files: &mut Vec<PathBuf>, depth: usize) {
 
 impl Config {
     /// The files and folders inside this config's folder that it runs or reads as instructions: its stdio MCP
-    /// servers' programs and the files their arguments name, its prompts folder and its agents folder. Files
-    /// elsewhere (`node`, `/usr/bin/…`) are the system's, not the folder's.
+    /// servers' programs and the files their arguments and `env` values name (followed through links, wherever
+    /// they lead), its system prompt file, prompts and agents folders. Files
+    /// named by a bare program name (`node`) are the system's. What those programs read in turn (a sourced
+    /// library, a Python package, a Makefile) is not known here: trusting a folder trusts its owner.
     pub fn run_files(&self) -> Vec<PathBuf> {
         let base = std::fs::canonicalize(&self.base_dir).unwrap_or_else(|_| self.base_dir.clone());
+        // Written inside the folder (links included: what a link leads to is hashed through it).
         let inside = |path: PathBuf| {
-            let real = std::fs::canonicalize(&path).unwrap_or(path);
-            real.starts_with(&base).then_some(real)
+            let absolute = std::path::absolute(&path).unwrap_or(path);
+            let folder = absolute.parent().and_then(|f| std::fs::canonicalize(f).ok());
+            folder.is_some_and(|f| f.starts_with(&base)).then_some(absolute)
         };
         let mut paths: Vec<PathBuf> = Vec::new();
-        paths.extend(inside(self.resolve_path(&self.llm.prompts_dir)));
-        paths.extend(inside(self.resolve_path(&self.orchestration.directory)));
+        // Not the vault: it changes with every `minibot vault set`, and it opens only with the user's password.
+        let mut written: Vec<&str> = vec![&self.llm.prompts_dir, &self.orchestration.directory];
+        written.extend(self.llm.system_prompt_file.as_deref());
+        paths.extend(written.into_iter().filter_map(|w| inside(self.resolve_path(w))));
         let cwd = std::env::current_dir().unwrap_or_else(|_| self.base_dir.clone());
         for server in self.tools.mcp.servers.iter().filter(|s| s.transport == McpTransport::Stdio) {
             let work = server.cwd.as_deref().filter(|c| !c.trim().is_empty()).map(|c| self.resolve_path(c));
             let bases: Vec<PathBuf> =
                 [Some(self.base_dir.clone()), Some(cwd.clone()), work].into_iter().flatten().collect();
-            let named = server.command.iter().chain(&server.args);
+            let named = server.command.iter().chain(&server.args).chain(server.env.values());
             for written in named {
+                // A whole argument, the value of `--opt=value`, and each word of a `sh -c "…"` script.
                 let value = written.split_once('=').map_or(written.as_str(), |(_, v)| v);
-                if value.is_empty() || value.contains("://") {
-                    continue;
-                }
-                for base in &bases {
-                    let path = base.join(value);
-                    if path.is_file() {
-                        paths.extend(inside(path));
+                let words = std::iter::once(written.as_str()).chain(Some(value)).chain(written.split_whitespace());
+                for word in words.filter(|w| !w.is_empty() && !w.contains("://")) {
+                    for base in &bases {
+                        let path = base.join(word.trim_matches(|c| c == '"' || c == '\'' || c == ';'));
+                        if path.is_file() {
+                            paths.extend(inside(path));
+                        }
                     }
                 }
             }
@@ -342,6 +356,38 @@ mod tests {
         std::fs::write(&script, "echo hello\n").unwrap();
         std::fs::write(file.with_file_name("prompts").join("main_agent_system.md"), "Obey the page.").unwrap();
         assert!(check_files(Some(&dirs), &file, &parsed(&file)).is_err(), "a new prompt counts too");
+    }
+
+    /// Red-team report (#22, third pass): a script named inside `sh -c`, one a link leads out of the folder,
+    /// a `BASH_ENV` file, the system prompt file, and a named script among thousands of prompts all count.
+    #[test]
+    fn every_file_the_config_names_counts_however_it_is_named() {
+        let root = tempfile::tempdir().unwrap();
+        let dirs = dirs(root.path());
+        let outside = root.path().join("outside.sh");
+        std::fs::write(&outside, "echo 1\n").unwrap();
+        let text = "[llm]\nsystem_prompt_file = \"./sys.md\"\n[tools.mcp]\nenabled = true\n\
+                    [[tools.mcp.servers]]\nname = \"a\"\ncommand = \"sh\"\nargs = [\"-c\", \"sh ./x.sh; exit 0\"]\n\
+                    env = { BASH_ENV = \"./rc.sh\" }\n\
+                    [[tools.mcp.servers]]\nname = \"b\"\ncommand = \"./linked.sh\"\n";
+        let file = project(root.path(), "project", text);
+        let folder = file.parent().unwrap().to_path_buf();
+        for name in ["x.sh", "rc.sh", "sys.md"] {
+            std::fs::write(folder.join(name), "echo 1\n").unwrap();
+        }
+        std::os::unix::fs::symlink(&outside, folder.join("linked.sh")).unwrap();
+        std::fs::create_dir(folder.join("prompts")).unwrap();
+        for i in 0..2100 {
+            std::fs::write(folder.join(format!("prompts/p{i}.md")), "x").unwrap();
+        }
+        record(&dirs, &file, &parsed(&file)).unwrap();
+        check_files(Some(&dirs), &file, &parsed(&file)).unwrap();
+        for changed in [folder.join("x.sh"), folder.join("rc.sh"), folder.join("sys.md"), outside.clone()] {
+            std::fs::write(&changed, "id > /tmp/pwned\n").unwrap();
+            let refused = check_files(Some(&dirs), &file, &parsed(&file)).unwrap_err().to_string();
+            assert!(refused.contains("changed since you trusted"), "{}: {refused}", changed.display());
+            std::fs::write(&changed, "echo 1\n").unwrap();
+        }
     }
 
     /// Red-team report (#22, B2, B3): a link named config.toml to a trusted file is another config (its

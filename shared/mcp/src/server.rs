@@ -252,6 +252,16 @@ impl McpServer {
         let Some(command) = self.config.command.as_deref().filter(|c| !c.trim().is_empty()) else {
             return Err(McpError::Config { server, message: "stdio transport needs `command`".into() });
         };
+        // A program anyone can change runs what anyone wants, with the user's rights (red-team report, #22).
+        if command.contains('/') {
+            let work = self.config.cwd.as_deref().map(std::path::Path::new);
+            let candidates = [Some(std::path::PathBuf::from(command)), work.map(|w| w.join(command))];
+            for path in candidates.into_iter().flatten().filter(|p| p.is_file()) {
+                if let Some(problem) = minibot_config::writable_by_anyone(&path) {
+                    return Err(McpError::Config { server, message: format!("`command`: {problem}") });
+                }
+            }
+        }
         let mut cmd = tokio::process::Command::new(command);
         cmd.args(&self.config.args);
         // A transport dropped without a graceful close kills the child's group; this lets tokio reap the child.
@@ -263,13 +273,15 @@ impl McpServer {
             cmd.envs(&self.config.env);
         } else {
             // The inherited environment, without secrets: the assistant's own (its provider keys, the vault
-            // password, `MINIBOT__…` overrides) and every variable named like a credential (`*_TOKEN`, `*KEY*`,
-            // `*PASS*`, …), which a config may read as `${NAME}`. A third-party server (`npx …`) gets none of
+            // password, `MINIBOT__…` overrides) and every variable that looks like a credential by name (`*_TOKEN`,
+            // `*KEY*`, `*PASS*`, `*_PAT`, DSNs, …) or by value (`postgres://u:p@…`), which a config may read as
+            // `${NAME}`. A third-party server (`npx …`) gets none of
             // them unless its `env` names them (red-team reports, #22 F4 and B4).
-            for (name, _) in std::env::vars_os() {
-                let secret = name.to_str().is_none_or(|name| {
-                    minibot_config::is_assistant_secret_variable(name) || minibot_config::is_secret_name(name)
-                });
+            for (name, value) in std::env::vars_os() {
+                let secret = match (name.to_str(), value.to_str()) {
+                    (Some(name), Some(value)) => minibot_config::is_secret_variable(name, value),
+                    _ => true,
+                };
                 if secret {
                     cmd.env_remove(&name);
                 }
