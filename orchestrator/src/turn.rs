@@ -311,10 +311,7 @@ impl ApprovalPrompt for ChannelPrompt {
 
 /// `scheme://host:port` of `url`, without user info, path or query: those can hold a key (Google's `?key=`).
 fn origin(url: &str) -> String {
-    let (scheme, rest) = url.split_once("://").map_or(("", url), |(s, r)| (s, r));
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
-    if scheme.is_empty() { host.to_string() } else { format!("{scheme}://{host}") }
+    reqwest::Url::parse(url).map_or_else(|_| "the configured address".into(), |url| url.origin().ascii_serialization())
 }
 
 /// What the user reads when a turn fails: what went wrong in a few words, never a key or a raw body unless

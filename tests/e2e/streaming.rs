@@ -32,14 +32,21 @@ fn last_assistant_texts(llm: &ScriptedLlm) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
-async fn the_console_shows_the_answer_as_it_is_written_and_prints_it_once() {
+/// A console on a terminal whose question is answered slowly, piece by piece; the question is typed. The model
+/// and the home live as long as the caller keeps them.
+async fn ask_to_write_slowly_in_a_terminal() -> (ScriptedLlm, Home, Terminal) {
     let llm = ScriptedLlm::start(vec![slow_model("write slowly", ANSWER)]).await;
     llm.set_stream_gap(GAP);
     let home = Home::new(&llm.base_url(), "");
     let mut terminal = Terminal::start(&home);
     terminal.wait_for("you> ").await;
     terminal.type_line("write slowly");
+    (llm, home, terminal)
+}
+
+#[tokio::test]
+async fn the_console_shows_the_answer_as_it_is_written_and_prints_it_once() {
+    let (_llm, _home, terminal) = ask_to_write_slowly_in_a_terminal().await;
     let screen = terminal.wait_for(FIRST_PIECE).await;
     assert!(!screen.contains("lazy dog"), "the first piece showed only with the end: {screen:?}");
     terminal.wait_for(ANSWER).await;
@@ -239,12 +246,7 @@ fn the_screen_model_follows_the_line_editor() {
 /// tick of the status line redraw those rows instead of adding to them.
 #[tokio::test]
 async fn the_status_line_stays_under_the_text_as_it_streams() {
-    let llm = ScriptedLlm::start(vec![slow_model("write slowly", ANSWER)]).await;
-    llm.set_stream_gap(GAP);
-    let home = Home::new(&llm.base_url(), "");
-    let mut terminal = Terminal::start(&home);
-    terminal.wait_for("you> ").await;
-    terminal.type_line("write slowly");
+    let (_llm, _home, terminal) = ask_to_write_slowly_in_a_terminal().await;
     for piece in [FIRST_PIECE, "The quick brown fox jumps over"] {
         terminal.wait_for(piece).await;
         // A few ticks of the status line.

@@ -2,7 +2,6 @@
 //! when the value differs), keeps everything else byte for byte, and writes it back readable by its owner only.
 
 use anyhow::Context;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use toml_edit::{DocumentMut, Item, Table, Value};
 
@@ -216,25 +215,10 @@ pub fn private_folder(dir: &Path) -> anyhow::Result<()> {
 }
 
 pub fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
         _ => PathBuf::from("."),
     };
     private_folder(&dir)?;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "config.toml".into());
-    let temp = dir.join(format!(".{name}.init-{}", std::process::id()));
-    let result = (|| {
-        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temp)?;
-        file.write_all(text.as_bytes())?;
-        file.sync_all()?;
-        // The umask only narrows the mode given at creation; this makes it exactly 0600.
-        std::fs::set_permissions(&temp, std::fs::Permissions::from_mode(0o600))?;
-        std::fs::rename(&temp, path)
-    })();
-    if let Err(error) = result {
-        let _ = std::fs::remove_file(&temp);
-        return Err(error).with_context(|| format!("cannot write {}", path.display()));
-    }
-    Ok(())
+    minibot_vault::write_private(path, text.as_bytes()).with_context(|| format!("cannot write {}", path.display()))
 }

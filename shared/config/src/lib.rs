@@ -175,21 +175,14 @@ impl Config {
                 Some(path) => (PathBuf::from(path), true),
                 None => {
                     let here = cwd.join("config.toml");
-                    if here.exists() {
-                        trust::check(platform.as_ref(), &here)?;
-                        found_here = true;
-                    }
+                    found_here = here.exists();
                     let platform_file = platform.as_ref().map(PlatformDirs::config_file).filter(|f| f.exists());
                     (platform_file.filter(|_| !here.exists()).unwrap_or(here), false)
                 }
             },
         };
         if path.exists() || required {
-            let config = load::from_file(&path, &lookup, &overrides, unlock, platform.as_ref())?;
-            if found_here {
-                trust::check_files(platform.as_ref(), &path, &config)?;
-            }
-            return Ok(config);
+            return load::from_file(&path, &lookup, &overrides, unlock, platform.as_ref(), found_here);
         }
         let (base_dir, state_dir) = match platform {
             Some(dirs) => (dirs.config_dir, Some(dirs.data_dir)),

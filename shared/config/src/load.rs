@@ -14,6 +14,7 @@ pub(crate) fn from_file(
     overrides: &[Override],
     unlock: Unlock<'_>,
     platform: Option<&crate::PlatformDirs>,
+    found_here: bool,
 ) -> Result<Config> {
     if path.exists() && !path.is_file() {
         return Err(ConfigError::NotAFile(path.to_path_buf()));
@@ -27,12 +28,19 @@ pub(crate) fn from_file(
     if let Some(problem) = writable_by_anyone(path) {
         return Err(ConfigError::Invalid { file: origin, message: problem });
     }
+    // A config found in the working folder: the text just read is the one checked against the record, before
+    // its secrets are read; the files it names, once it is parsed and before anything starts (crate::trust).
+    let verified = if found_here { crate::trust::verify(platform, path, text.as_bytes())? } else { None };
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let base_dir = absolute.parent().map(Path::to_path_buf).unwrap_or_default();
     // The platform config file keeps its state where a run without a file kept it ([`crate::places`]).
     let state_dir = platform.filter(|dirs| dirs.is_config_dir(&base_dir)).map(|dirs| dirs.data_dir.clone());
     let file = File { text: &text, origin: &origin, path: Some(absolute), base_dir, state_dir };
-    build(file, lookup, overrides, unlock)
+    let config = build(file, lookup, overrides, unlock)?;
+    if let Some(verified) = verified {
+        verified.check_files(&config)?;
+    }
+    Ok(config)
 }
 
 /// Why any user of this machine could change what `path` says, if one could: the file (or the file a link

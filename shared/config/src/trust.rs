@@ -15,7 +15,6 @@
 
 use crate::{Config, McpTransport, PlatformDirs};
 use sha2::{Digest, Sha256};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 const RECORD: &str = "trusted-configs";
@@ -103,35 +102,54 @@ fn is_own(dirs: &PlatformDirs, path: &Path) -> bool {
     dirs.is_config_dir(path.parent().unwrap_or(Path::new(".")))
 }
 
-/// Before the file is read: it is the user's own, or its bytes are on the record.
-pub fn check(dirs: Option<&PlatformDirs>, path: &Path) -> Result<(), Untrusted> {
+/// A folder config whose bytes are on the record: what is left to check once it is parsed.
+pub(crate) struct Verified {
+    path: PathBuf,
+    manifest_file: PathBuf,
+    files: String,
+}
+
+/// Before `bytes` (the file at `path`, as read for loading) are used: the file is the user's own (`None`), or
+/// its bytes are on the record.
+pub(crate) fn verify(dirs: Option<&PlatformDirs>, path: &Path, bytes: &[u8]) -> Result<Option<Verified>, Untrusted> {
     let Some(dirs) = dirs else { return Err(Untrusted::NoRecord(path.to_path_buf())) };
     if is_own(dirs, path) {
-        return Ok(());
+        return Ok(None);
     }
     let found = location(path)?;
     match look_up(dirs, &found) {
-        Some(entry) if entry.config == digest(&read(path)?) => Ok(()),
+        Some(entry) if entry.config == digest(bytes) => Ok(Some(Verified {
+            path: path.to_path_buf(),
+            manifest_file: manifest_file(dirs, &found),
+            files: entry.files,
+        })),
         Some(_) => Err(Untrusted::Changed(path.to_path_buf())),
         None => Err(Untrusted::New(path.to_path_buf())),
     }
 }
 
-/// Once the file is parsed, before anything starts: the files it runs are as they were when it was trusted.
-pub fn check_files(dirs: Option<&PlatformDirs>, path: &Path, config: &Config) -> Result<(), Untrusted> {
-    let Some(dirs) = dirs else { return Err(Untrusted::NoRecord(path.to_path_buf())) };
-    if is_own(dirs, path) {
-        return Ok(());
-    }
-    let found = location(path)?;
-    let now = manifest(&config.run_files());
-    match look_up(dirs, &found) {
-        Some(entry) if entry.files == manifest_digest(&now) => Ok(()),
-        Some(_) => {
-            let before = std::fs::read_to_string(manifest_file(dirs, &found)).unwrap_or_default();
-            Err(Untrusted::FilesChanged { path: path.to_path_buf(), changed: changed_files(&before, &now) })
+impl Verified {
+    /// Once the file is parsed, before anything starts: the files it runs are as they were when it was trusted.
+    pub(crate) fn check_files(&self, config: &Config) -> Result<(), Untrusted> {
+        let now = manifest(&config.run_files());
+        if self.files == manifest_digest(&now) {
+            return Ok(());
         }
-        None => Err(Untrusted::New(path.to_path_buf())),
+        let before = std::fs::read_to_string(&self.manifest_file).unwrap_or_default();
+        Err(Untrusted::FilesChanged { path: self.path.clone(), changed: changed_files(&before, &now) })
+    }
+}
+
+/// Whether the folder config at `path` may be read: it is the user's own, or its bytes are on the record.
+pub fn check(dirs: Option<&PlatformDirs>, path: &Path) -> Result<(), Untrusted> {
+    verify(dirs, path, &read(path)?).map(drop)
+}
+
+/// [`check`], then whether the files `config` (parsed from `path`) runs are as they were when it was trusted.
+pub fn check_files(dirs: Option<&PlatformDirs>, path: &Path, config: &Config) -> Result<(), Untrusted> {
+    match verify(dirs, path, &read(path)?)? {
+        Some(verified) => verified.check_files(config),
+        None => Ok(()),
     }
 }
 
@@ -279,25 +297,14 @@ impl Config {
     }
 }
 
-/// Writes `text` to `file` (0600, in a 0700 folder) through a new temporary file and a rename, so a link
-/// planted at `file` is replaced, not written through.
+/// Writes `text` to `file` (0600, in a 0700 folder), replacing it whole ([`minibot_vault::write_private`]).
 fn write_private(file: &Path, text: &str) -> std::io::Result<()> {
-    let folder = file.parent().unwrap_or(Path::new("."));
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(folder)?;
-    let temporary = folder.join(format!(".{RECORD}.{}", std::process::id()));
-    let _ = std::fs::remove_file(&temporary);
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut out = options.open(&temporary)?;
-    out.write_all(text.as_bytes())?;
-    out.sync_all()?;
-    std::fs::rename(&temporary, file)
+    builder.create(file.parent().unwrap_or(Path::new(".")))?;
+    minibot_vault::write_private(file, text.as_bytes())
 }
 
 #[cfg(test)]

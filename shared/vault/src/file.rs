@@ -41,11 +41,18 @@ pub fn write(path: &Path, password: &str, secrets: &Secrets) -> Result<(), Vault
     let fail = |error| VaultError::Write { path: path.to_path_buf(), error };
     let plaintext = format_plaintext(secrets.iter());
     let text = envelope::seal(plaintext.as_bytes(), password).map_err(fail)?;
+    write_private(path, text.as_bytes()).map_err(fail)
+}
+
+/// Writes `bytes` to `path` with mode 0600 through a new temp file beside it and a rename: a crash leaves the
+/// old file or the new one, the file is never readable by others, not even for a moment, and a link planted at
+/// `path` is replaced, not written through. The folder must exist.
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let temp = temp_path(path);
-    let written = write_new(&temp, text.as_bytes()).and_then(|()| std::fs::rename(&temp, path));
+    let written = write_new(&temp, bytes).and_then(|()| std::fs::rename(&temp, path));
     if let Err(error) = written {
         let _ = std::fs::remove_file(&temp);
-        return Err(fail(error));
+        return Err(error);
     }
     // The rename is durable only once the folder is synced; a failure here loses nothing already written.
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
@@ -57,7 +64,7 @@ pub fn write(path: &Path, password: &str, secrets: &Secrets) -> Result<(), Vault
 }
 
 fn temp_path(path: &Path) -> PathBuf {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "vault".into());
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "file".into());
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
     path.with_file_name(format!(".{name}.{}.{nanos}.tmp", std::process::id()))
 }

@@ -21,7 +21,7 @@ mod redact;
 mod secrets;
 
 pub use error::VaultError;
-pub use file::{read, write};
+pub use file::{read, write, write_private};
 pub use handover::{Handover, hand_over, receive};
 pub use name::is_valid_name;
 pub use password::{NoPrompt, PasswordPrompt, PasswordSources, TtyPrompt};
