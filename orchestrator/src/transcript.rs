@@ -99,6 +99,7 @@ mod tests {
             attachments: Vec::new(),
             messages,
             elapsed: Default::default(),
+            context_tokens: None,
         }
     }
 

@@ -123,17 +123,21 @@ pub async fn run_turn(
     // The tools' schemas go with every request: they count against the budget like the history. Counted with
     // the tokenizer only when a cheap bound says the budget may be near.
     let mut tool_size = compaction::ToolSize::new(if limits.is_some() { tools.specs() } else { Vec::new() });
+    // The provider's count of the previous turn's request (summary, history, tools and all), kept on its last row.
+    let known = history.last().and_then(|row| row.context_tokens);
     let mut messages: Vec<Message> =
         summary.as_ref().map(compaction::summary_messages).map(Vec::from).unwrap_or_default();
     messages.extend(transcript::history_messages(history, tools.get(transcript::HISTORY_READER).is_some()));
     let history = messages;
     // Never more than the model takes: a history that a failed compaction left too long goes in part.
-    let history = match limits {
+    let (history, dropped) = match limits {
         Some(limits) => {
             let prompt = [Message::System(system_prompt.clone()), Message::User(inbound.text.clone())];
             let model_name = &model.settings.model;
-            let (kept, dropped) = if compaction::rough_total(&[&prompt, &history]) + tool_size.rough < limits.hard_limit
-            {
+            let question = minibot_agent::compaction::rough_upper_tokens(&prompt[1..]);
+            let fits = known.is_some_and(|known| known + question < limits.hard_limit)
+                || compaction::rough_total(&[&prompt, &history]) + tool_size.rough < limits.hard_limit;
+            let (kept, dropped) = if fits {
                 (history, 0)
             } else {
                 let fixed = minibot_llm::count_tokens(&prompt, &[], model_name) + tool_size.tokens(model_name);
@@ -142,10 +146,12 @@ pub async fn run_turn(
             if dropped > 0 {
                 tracing::warn!(session = %session, dropped, "history over the model's limit; sending its latest turns");
             }
-            kept
+            (kept, dropped)
         }
-        None => history,
+        None => (history, 0),
     };
+    // A count of the whole history does not describe a part of it.
+    let known = known.filter(|_| dropped == 0);
     // MiniBot's Responses cache key: one per user (or chat), so a user's turns share the cached prefix.
     let keys = RequestKeys {
         cache_key: Some(format!("{}:{}", inbound.channel, inbound.user_id.unwrap_or(inbound.chat_id))),
@@ -167,6 +173,7 @@ pub async fn run_turn(
         // The channels show the answer as it is written (console, Telegram draft).
         stream: true,
         compaction: emergency_compaction(&rt, &model, limits),
+        known_tokens: known,
     };
     let mut result = run.run().await;
     if let (Some(guard), Ok(first)) = (&rt.guardrail, &result)
@@ -192,6 +199,7 @@ pub async fn run_turn(
             keys,
             stream: true,
             compaction: None,
+            known_tokens: known,
         };
         result = rerun.run().await.map(|mut again| {
             if again.tools_used.is_empty() {
@@ -203,7 +211,12 @@ pub async fn run_turn(
     }
     match result {
         Ok(outcome) => {
-            let entries = transcript::turn_messages(&inbound.text, &outcome);
+            let mut entries = transcript::turn_messages(&inbound.text, &outcome);
+            // What the next turn starts from, unless this request left part of the history out: the count would
+            // then describe less than the stored history.
+            if let Some(last) = entries.last_mut() {
+                last.context_tokens = outcome.context_tokens.filter(|_| dropped == 0);
+            }
             let mut ids: Vec<&str> = vec![inbound.event_id.as_str()];
             ids.extend(outcome.steered.iter().map(|s| s.id.as_str()));
             let answers = ids.iter().map(|id| (*id).to_string()).collect();
@@ -221,9 +234,11 @@ pub async fn run_turn(
                     ([Message::System(system_prompt.clone())], [Message::assistant_text(outcome.answer.clone())]);
                 let next: [&[Message]; 4] = [&system, &history, &outcome.messages, &answer];
                 let model_name = &model.settings.model;
-                let tokens = match compaction::rough_total(&next) + tool_size.rough {
-                    rough if rough < limits.threshold => rough,
-                    _ => compaction::count_total(&next, model_name) + tool_size.tokens(model_name),
+                // The provider's count when it gave one; a tokenizer only when a cheap bound may reach the budget.
+                let tokens = match (outcome.context_tokens, compaction::rough_total(&next) + tool_size.rough) {
+                    (Some(counted), _) => counted,
+                    (None, rough) if rough < limits.threshold => rough,
+                    (None, _) => compaction::count_total(&next, model_name) + tool_size.tokens(model_name),
                 };
                 (tokens >= limits.threshold).then(|| compaction::Job {
                     session: session.clone(),

@@ -317,6 +317,8 @@ impl Worker {
             },
             stream: false,
             compaction,
+            // A task starts with no history of its own.
+            known_tokens: None,
         };
         let progress = self.report_progress(task, events_rx, tally, notice);
         tokio::pin!(progress);

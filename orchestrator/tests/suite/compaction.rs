@@ -131,3 +131,45 @@ async fn a_failing_summary_still_answers_every_turn_within_the_limit_and_says_so
     assert!(!last.iter().any(|c| c.starts_with("one:")), "the oldest turn was left out of the request");
     assert_eq!(h.history(1).await.len(), 8, "nothing was deleted");
 }
+
+/// A streamed answer whose usage says the request was `prompt_tokens` long, as a provider with its own
+/// tokenizer may count.
+fn answer_counted_as(text: &str, prompt_tokens: u64) -> Reply {
+    let chunk = |choices: Value, usage: Value| json!({ "id": "c", "object": "chat.completion.chunk", "model": "m", "choices": choices, "usage": usage });
+    let events = [
+        chunk(
+            json!([{ "index": 0, "delta": { "role": "assistant", "content": text }, "finish_reason": null }]),
+            Value::Null,
+        ),
+        chunk(json!([{ "index": 0, "delta": {}, "finish_reason": "stop" }]), Value::Null),
+        chunk(
+            json!([]),
+            json!({ "prompt_tokens": prompt_tokens, "completion_tokens": 5, "total_tokens": prompt_tokens + 5 }),
+        ),
+    ];
+    let body: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+    Reply::Raw(body + "data: [DONE]\n\n")
+}
+
+#[actix::test]
+async fn the_providers_own_count_decides_when_a_short_chat_is_summarised() {
+    // Text the local tokenizer counts far under the budget, which the provider counts as over it (another
+    // vendor's tokenizer, images, a long system prompt on its side): its count wins, so no request overflows.
+    let llm = ScriptedLlm::start(vec![
+        Script::new("hello", vec![answer_counted_as("hi there", 3_100)]),
+        Script::containing(COMPACT_REQUEST, vec![Reply::text("SUMMARY: a greeting.")]),
+        Script::new("and now?", vec![Reply::text("still here")]),
+    ])
+    .await;
+    let mut h = Harness::start(&llm.base_url(), &config(3000)).await;
+    h.send(1, "hello");
+    assert_eq!(h.reply().await.text, "hi there");
+    assert!(tokens_of(&llm.requests()[0]) < 1500, "locally the chat is far under the budget");
+    assert_eq!(h.reply().await.text, RUNNING_NOTICE);
+    assert_eq!(h.reply().await.text, DONE_NOTICE);
+    h.send(1, "and now?");
+    assert_eq!(h.reply().await.text, "still here");
+    let sent = contents(llm.requests().last().unwrap());
+    assert!(sent.iter().any(|c| c.contains("SUMMARY: a greeting.")), "{sent:?}");
+    assert!(!sent.iter().any(|c| c == "hi there"), "the summarised answer is not sent again: {sent:?}");
+}

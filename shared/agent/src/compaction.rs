@@ -9,9 +9,15 @@
 
 use minibot_llm::{ChatProvider, ChatRequest, LlmError, Message, TokenEncoding, count_text_tokens};
 
-/// A bound on the tokens of `messages` that needs no tokenizer: half their bytes, plus a little per message (a
-/// token is at least two bytes of text in practice). Building the tokenizer costs a process about 150 ms the
-/// first time, so it is only built when this bound says the budget may be near.
+/// A bound on the tokens of `text` that needs no tokenizer: half its bytes, plus a little (a token is at least
+/// two bytes of text in practice).
+pub fn rough_upper_text_tokens(text: &str) -> u64 {
+    (text.len() / 2 + 8) as u64
+}
+
+/// A bound on the tokens of `messages` that needs no tokenizer: half their bytes, plus a little per message.
+/// Building the tokenizer costs a process about 150 ms the first time and tens of MiB from then on, so it is
+/// only built when this bound says the budget may be near and the provider has not counted.
 pub fn rough_upper_tokens(messages: &[Message]) -> u64 {
     let bytes: usize = messages
         .iter()
@@ -60,13 +66,16 @@ impl<'a> Compactor<'a> {
     }
 
     /// A summary of `earlier` (a previous summary, if the conversation had one) followed by `messages`.
+    ///
+    /// Parts are measured with the byte bound of [`rough_upper_tokens`], not a tokenizer: a daemon that builds
+    /// one holds tens of MiB from then on. The bound errs high, so a part may be smaller than it could be (one
+    /// more request for a long history), never over the budget; every line is still sent exactly once.
     pub async fn summarize(&self, earlier: Option<&str>, messages: &[Message]) -> Result<String, LlmError> {
-        let encoding = TokenEncoding::for_model(&self.model);
         let mut summary = earlier.map(str::to_string);
         let mut part = String::new();
         let mut part_tokens = 0u64;
         for line in messages.iter().filter_map(transcript_line) {
-            let tokens = count_text_tokens(&line, encoding);
+            let tokens = rough_upper_text_tokens(&line);
             if part_tokens > 0 && part_tokens + tokens > self.part_tokens {
                 summary = Some(self.ask(summary.as_deref(), &part).await?);
                 part.clear();

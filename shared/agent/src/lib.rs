@@ -32,7 +32,7 @@ pub use policy::{Patterns, ToolPolicy};
 pub use prompt::{PromptBuilder, PromptLibrary};
 pub use registry::ToolRegistry;
 pub use run::{
-    AgentRun, EMPTY_ANSWER_REPLY, Limits, MAX_STEPS_REPLY, MAX_TOOL_CALLS_REPLY, ModelSettings,
+    AgentRun, CONTINUE_CUT_ANSWER, EMPTY_ANSWER_REPLY, Limits, MAX_STEPS_REPLY, MAX_TOOL_CALLS_REPLY, ModelSettings,
     REPEATED_ITERATION_REPLY, RequestKeys, TIMEOUT_REPLY, TRUNCATED_REPLY, error_result,
 };
 pub use safety::{SafetyClassifier, SafetyConfigError};

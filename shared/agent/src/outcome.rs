@@ -61,6 +61,10 @@ pub struct AgentOutcome {
     /// stopped mid-step (a limit, the time limit) may end with calls that have no result.
     pub messages: Vec<minibot_llm::Message>,
     pub elapsed: Duration,
+    /// The conversation's size at the end of the run as the provider counted it (its last request and answer,
+    /// plus a bound on anything added after): what the next turn's request starts from. `None` when the
+    /// provider reported no usage, or the run compacted its own work.
+    pub context_tokens: Option<u64>,
 }
 
 /// A message that arrives while a run works: read before the next provider call. `id` lets the sender tell which

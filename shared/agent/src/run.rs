@@ -23,6 +23,10 @@ pub const REPEATED_ITERATION_REPLY: &str =
     "I stopped because I kept repeating the same tool calls with the same results.";
 pub const TRUNCATED_REPLY: &str = "I stopped because my tool calls kept arriving incomplete. Please try again.";
 const TEXT_TOOL_CALL_NUDGE: &str = "Please use the tool calling interface instead of embedding tool calls in text.";
+/// What an answer cut at the answer-token limit is followed by (MiniBot's wording).
+pub const CONTINUE_CUT_ANSWER: &str = "Continue exactly where you left off. Do not repeat.";
+/// How many times one answer is continued after being cut: an answer that needs more is too long for a chat.
+const MAX_ANSWER_CONTINUATIONS: u32 = 3;
 const MAX_TEXT_TOOL_CALL_NUDGES: u32 = 2;
 const MAX_TRUNCATED_IN_A_ROW: u32 = 3;
 const MAX_IDENTICAL_ITERATIONS: u32 = 3;
@@ -75,6 +79,10 @@ pub struct AgentRun<'a> {
     pub compaction: Option<RunCompaction<'a>>,
     /// Stream the model's text: each piece is reported as [`AgentEvent::AnswerText`] as it arrives.
     pub stream: bool,
+    /// The size of the system prompt, tools and `history` as the provider last counted them (the previous
+    /// turn's [`AgentOutcome::context_tokens`]); `None` when unknown. With it the run's first size check adds
+    /// only the new message instead of counting the whole history with a tokenizer.
+    pub known_tokens: Option<u64>,
 }
 
 impl AgentRun<'_> {
@@ -87,12 +95,16 @@ impl AgentRun<'_> {
         let mut messages = Vec::new();
         let turn_start = 1 + self.history.len();
         let result = tokio::time::timeout(timeout, self.steps(&mut state, &mut messages)).await;
+        let (answer, stop_reason) = match result {
+            Ok(Ok(done)) => done,
+            Ok(Err(error)) => return Err(error),
+            Err(_) => (TIMEOUT_REPLY.to_string(), StopReason::Timeout),
+        };
+        let context_tokens = state.context_tokens(&messages, &answer, stop_reason);
         state.messages = messages.split_off(turn_start.min(messages.len()));
-        match result {
-            Ok(Ok((answer, stop_reason))) => Ok(state.finish(answer, stop_reason, started)),
-            Ok(Err(error)) => Err(error),
-            Err(_) => Ok(state.finish(TIMEOUT_REPLY.to_string(), StopReason::Timeout, started)),
-        }
+        let mut outcome = state.finish(answer, stop_reason, started);
+        outcome.context_tokens = context_tokens;
+        Ok(outcome)
     }
 
     async fn steps(
@@ -110,13 +122,14 @@ impl AgentRun<'_> {
             self.context.agent_tools = Some(self.tools.names().into());
         }
         // What the last request carried, per the provider's usage, and how many messages it had: the size now is
-        // that plus what was added since (counted locally), or all counted locally before the first usage.
-        let mut measured: Option<(u64, usize)> = None;
+        // that plus what was added since (counted locally), or all counted locally before the first usage. The
+        // previous turn's count stands for everything before this turn's prompt.
+        state.measured = self.known_tokens.filter(|tokens| *tokens > 0).map(|tokens| (tokens, prompt_at));
         loop {
             self.drain_inbox(messages, state);
             if let Some(compaction) = &self.compaction {
                 let model = &self.model.model;
-                let tokens = match measured {
+                let tokens = match state.measured {
                     Some((tokens, upto)) if upto <= messages.len() => {
                         let added = &messages[upto..];
                         if tokens + crate::compaction::rough_upper_tokens(added) < compaction.threshold_tokens {
@@ -131,6 +144,10 @@ impl AgentRun<'_> {
                     _ => minibot_llm::count_tokens(messages, &specs, model),
                 };
                 if let Some(outcome) = compaction.fit(messages, prompt_at, tokens).await {
+                    // The messages changed under the count, and what is stored of the turn is no longer what
+                    // the model saw.
+                    state.measured = None;
+                    state.compacted = true;
                     (self.on_event)(AgentEvent::Compacted(outcome));
                 }
             }
@@ -161,10 +178,24 @@ impl AgentRun<'_> {
             state.usage += response.usage;
             let reported = response.usage.prompt_tokens + response.usage.completion_tokens;
             // The answer is appended below; counting it from the usage covers it.
-            measured = (reported > 0).then_some((reported, messages.len() + 1));
+            state.measured = (reported > 0).then_some((reported, messages.len() + 1));
 
             if response.tool_calls.is_empty() {
                 let text = unwrap_legacy_answer(response.content.as_deref().unwrap_or_default());
+                // Cut at the answer-token limit: ask for the rest, and give the user the answer whole.
+                let cut = response.finish_reason.as_deref() == Some("length") && !text.trim().is_empty();
+                if cut && state.continuations < MAX_ANSWER_CONTINUATIONS {
+                    state.continuations += 1;
+                    state.answer_so_far.push_str(&text);
+                    messages.push(Message::assistant_text(text));
+                    messages.push(Message::User(CONTINUE_CUT_ANSWER.into()));
+                    continue;
+                }
+                let text = if state.answer_so_far.is_empty() {
+                    text
+                } else {
+                    std::mem::take(&mut state.answer_so_far) + &text
+                };
                 if text.contains("<tool_call>") && state.text_tool_nudges < MAX_TEXT_TOOL_CALL_NUDGES {
                     state.text_tool_nudges += 1;
                     messages.push(Message::assistant_text(text));
@@ -387,6 +418,13 @@ struct LoopState {
     disable_link_preview: bool,
     directives: Directives,
     messages: Vec<Message>,
+    /// The provider's count of the last request and its answer, and how many messages that covered.
+    measured: Option<(u64, usize)>,
+    /// The run's own work was compacted: its messages are not what the model last saw.
+    compacted: bool,
+    /// An answer cut at the answer-token limit, so far, and how many times it was continued.
+    answer_so_far: String,
+    continuations: u32,
 }
 
 impl LoopState {
@@ -398,6 +436,20 @@ impl LoopState {
         };
         self.disable_link_preview =
             value.pointer("/meta/disable_link_preview").and_then(Value::as_bool).unwrap_or(false);
+    }
+
+    /// What the next turn starts from: the provider's count of the last request and its answer, plus a bound
+    /// on what came after it (tool results of a run stopped mid-step, a canned reply). `None` without a count,
+    /// or when the run compacted its own work.
+    fn context_tokens(&self, messages: &[Message], answer: &str, stop_reason: StopReason) -> Option<u64> {
+        let (tokens, upto) = self.measured.filter(|_| !self.compacted)?;
+        let after = crate::compaction::rough_upper_tokens(messages.get(upto.min(messages.len())..).unwrap_or_default());
+        // A completed run's answer is the last response, counted in the usage.
+        let reply = match stop_reason {
+            StopReason::Completed => 0,
+            _ => crate::compaction::rough_upper_tokens(&[Message::assistant_text(answer)]),
+        };
+        Some(tokens + after + reply)
     }
 
     fn finish(&mut self, answer: String, stop_reason: StopReason, started: Instant) -> AgentOutcome {
@@ -414,6 +466,7 @@ impl LoopState {
             attachments: self.directives.take_attachments(),
             messages: std::mem::take(&mut self.messages),
             elapsed: started.elapsed(),
+            context_tokens: None,
         }
     }
 }

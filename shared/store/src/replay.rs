@@ -128,6 +128,7 @@ mod tests {
             tool_call_id: None,
             tool_name: None,
             turn_id: Some(1),
+            context_tokens: None,
             created_at: String::new(),
         }
     }

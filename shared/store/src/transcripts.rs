@@ -57,6 +57,9 @@ pub struct StoredMessage {
     pub tool_name: Option<String>,
     /// The id of the first row its turn stored; `None` for rows written before tool history existed.
     pub turn_id: Option<i64>,
+    /// On a turn's last row: the tokens of the context through this row as the provider counted them
+    /// ([`TurnMessage::context_tokens`]); `None` when not known.
+    pub context_tokens: Option<u64>,
     pub created_at: String,
 }
 
@@ -68,6 +71,9 @@ pub struct TurnMessage {
     pub tool_calls: Vec<StoredToolCall>,
     pub tool_call_id: Option<String>,
     pub tool_name: Option<String>,
+    /// The tokens of the whole context through this message (system prompt, tools, history, this turn) as the
+    /// provider counted them: set on a turn's last message when known, so the next turn need not count.
+    pub context_tokens: Option<u64>,
 }
 
 impl TurnMessage {
@@ -94,7 +100,7 @@ impl TurnMessage {
     }
 
     fn text(role: Role, content: String) -> Self {
-        Self { role, content, tool_calls: Vec::new(), tool_call_id: None, tool_name: None }
+        Self { role, content, tool_calls: Vec::new(), tool_call_id: None, tool_name: None, context_tokens: None }
     }
 }
 
@@ -129,11 +135,11 @@ macro_rules! first_kept_id {
 
 macro_rules! columns {
     () => {
-        "id, role, content, tool_calls_json, tool_call_id, tool_name, turn_id, created_at"
+        "id, role, content, tool_calls_json, tool_call_id, tool_name, turn_id, context_tokens, created_at"
     };
 }
 
-/// Rows per INSERT of a turn's messages: seven parameters a row, far under SQLite's 32,766.
+/// Rows per INSERT of a turn's messages: eight parameters a row, far under SQLite's 32,766.
 const ROWS_PER_INSERT: usize = 1000;
 
 impl Store {
@@ -217,7 +223,8 @@ impl Store {
         for slice in messages.chunks(ROWS_PER_INSERT) {
             let mut insert = sqlx::QueryBuilder::new(
                 "INSERT INTO messages
-                     (session_id, role, content, tool_calls_json, tool_call_id, tool_name, created_at) ",
+                     (session_id, role, content, tool_calls_json, tool_call_id, tool_name, context_tokens,
+                      created_at) ",
             );
             insert.push_values(slice, |mut row, message| {
                 let calls = (!message.tool_calls.is_empty()).then(|| self.calls_json(&message.tool_calls));
@@ -227,6 +234,7 @@ impl Store {
                     .push_bind(calls)
                     .push_bind(message.tool_call_id.clone())
                     .push_bind(message.tool_name.clone())
+                    .push_bind(message.context_tokens.and_then(|t| i64::try_from(t).ok()))
                     .push_bind(created_at.clone());
             });
             insert.push(" RETURNING id");
@@ -372,6 +380,7 @@ fn stored_message(row: &SqliteRow) -> Option<StoredMessage> {
         tool_call_id: row.get("tool_call_id"),
         tool_name: row.get("tool_name"),
         turn_id: row.get("turn_id"),
+        context_tokens: row.get::<Option<i64>, _>("context_tokens").and_then(|t| u64::try_from(t).ok()),
         created_at: row.get("created_at"),
     })
 }

@@ -10,7 +10,7 @@
 mod binaries;
 mod counting_server;
 pub mod fake_telegram;
-mod scripted_llm;
+pub mod scripted_llm;
 
 pub use binaries::binary;
 pub use counting_server::counting_server;

@@ -3,15 +3,28 @@
 use super::{Setup, ending};
 use minibot_protocol::{ControlKind, ControlMessage, TaskOutcome, WorkerEventKind};
 use minibot_queue::TaskQueue;
+use minibot_test_support::scripted_llm::estimated_tokens;
 use minibot_test_support::{Reply, Script};
-use serde_json::json;
+use serde_json::Value;
 use std::time::Duration;
 
-/// Every scripted response reports 15 tokens.
-const TOKENS_PER_RESPONSE: u64 = 15;
+const ARGUMENTS: &str = r#"{"expression":"6*7"}"#;
+
+/// The tokens the fake reports for a response to `request` that wrote `answer_bytes` of text or tool call: it
+/// sizes its usage like the request and the answer.
+fn tokens(request: &Value, answer_bytes: usize) -> u64 {
+    let (prompt, completion) = estimated_tokens(request.to_string().len(), answer_bytes);
+    prompt + completion
+}
+
+/// The tokens of the response that asked for the calculation.
+fn first_response_tokens(setup: &Setup) -> u64 {
+    tokens(&setup.llm.requests()[0], "calculate_expression".len() + ARGUMENTS.len())
+}
 
 fn calculating(prompt: &str) -> Script {
-    Script::new(prompt, vec![Reply::tool("calculate_expression", json!({ "expression": "6*7" })), Reply::text("42")])
+    let arguments: Value = serde_json::from_str(ARGUMENTS).unwrap();
+    Script::new(prompt, vec![Reply::tool("calculate_expression", arguments), Reply::text("42")])
         // Slower than the progress interval, so the progress after the first response is not rate-limited away.
         .delay(Duration::from_millis(1500))
 }
@@ -30,14 +43,16 @@ async fn progress_reports_the_tokens_used_so_far() {
             _ => None,
         })
         .collect();
+    let first = first_response_tokens(&setup);
     assert!(
-        progress.contains(&(1, vec!["calculate_expression".into()], TOKENS_PER_RESPONSE)),
+        progress.contains(&(1, vec!["calculate_expression".into()], first)),
         "the progress of the tool call counts the response that asked for it: {progress:?}"
     );
     assert!(progress.windows(2).all(|w| w[0].2 <= w[1].2), "{progress:?}");
     match &events.last().unwrap().kind {
         WorkerEventKind::Finished { outcome, total_tokens, .. } => {
-            assert_eq!((*outcome, *total_tokens), (TaskOutcome::Done, 2 * TOKENS_PER_RESPONSE));
+            let second = tokens(&setup.llm.requests()[1], "42".len());
+            assert_eq!((*outcome, *total_tokens), (TaskOutcome::Done, first + second));
         }
         other => panic!("{other:?}"),
     }
@@ -51,7 +66,10 @@ async fn a_cancelled_run_reports_the_tokens_it_used() {
     let worker = setup.run("compute, then be cancelled", 60).await;
     // Cancel once the first response is in and the second request is on its way.
     loop {
-        if let WorkerEventKind::Progress { total_tokens: TOKENS_PER_RESPONSE, .. } = setup.next_event().await.kind {
+        if let WorkerEventKind::Progress { total_tokens, .. } = setup.next_event().await.kind
+            && total_tokens > 0
+        {
+            assert_eq!(total_tokens, first_response_tokens(&setup));
             break;
         }
     }
@@ -61,7 +79,7 @@ async fn a_cancelled_run_reports_the_tokens_it_used() {
     assert_eq!(ending(last).0, "cancelled");
     match &last.kind {
         WorkerEventKind::Finished { total_tokens, steps, tool_calls, .. } => {
-            assert_eq!((*steps, *tool_calls, *total_tokens), (2, 1, TOKENS_PER_RESPONSE));
+            assert_eq!((*steps, *tool_calls, *total_tokens), (2, 1, first_response_tokens(&setup)));
         }
         other => panic!("{other:?}"),
     }

@@ -136,6 +136,9 @@ impl Telegram {
         };
         let (queue, jobs) = mpsc::unbounded_channel();
         let _ = queue.send(job);
+        // Queues of chats gone quiet have ended: their entries go, so a bot that meets many chats over months
+        // keeps only the active ones.
+        self.chats.retain(|_, queue| !queue.is_closed());
         self.chats.insert(chat_id, queue);
         let queue = ChatQueue {
             sender: self.sender.clone(),

@@ -75,6 +75,7 @@ async fn run(
         on_event: &|_| {},
         keys: Default::default(),
         stream: false,
+        known_tokens: None,
         compaction: None,
     }
     .run()

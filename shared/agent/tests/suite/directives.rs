@@ -62,6 +62,7 @@ async fn run(llm: &ScriptedLlm, tools: &ToolRegistry, user: &str) -> (AgentOutco
         on_event: &on_event,
         keys: Default::default(),
         stream: false,
+        known_tokens: None,
         compaction: None,
     }
     .run()

@@ -187,6 +187,7 @@ impl Agent {
             on_event,
             keys: Default::default(),
             stream: false,
+            known_tokens: None,
             compaction: None,
         }
         .run()
@@ -226,6 +227,7 @@ impl Agent {
             on_event: &on_event,
             keys: Default::default(),
             stream: false,
+            known_tokens: None,
             compaction: Some(compaction),
         }
         .run()

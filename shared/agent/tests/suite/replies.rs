@@ -1,7 +1,7 @@
 //! How the model's final text is handled: empty answers and tool calls written as text.
 
 use super::{Agent, COUNTER, last_message, limits, messages, user_texts};
-use minibot_agent::{EMPTY_ANSWER_REPLY, StopReason};
+use minibot_agent::{CONTINUE_CUT_ANSWER, EMPTY_ANSWER_REPLY, StopReason};
 use minibot_test_support::{Reply, Script};
 use serde_json::json;
 
@@ -66,4 +66,49 @@ async fn the_text_tool_call_nudge_is_sent_at_most_twice() {
     assert_eq!(user_texts(&requests[2]), ["stubborn", TEXT_TOOL_CALL_NUDGE, TEXT_TOOL_CALL_NUDGE]);
     assert_eq!(last_message(&requests[2])["content"], TEXT_TOOL_CALL_NUDGE);
     assert_eq!(agent.calls(COUNTER), 0);
+}
+
+/// An answer the model stopped at its answer-token limit.
+fn cut(text: &str) -> Reply {
+    let body = json!({
+        "choices": [{ "index": 0, "message": { "role": "assistant", "content": text }, "finish_reason": "length" }],
+        "usage": { "prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15 }
+    });
+    Reply::Raw(body.to_string())
+}
+
+#[tokio::test]
+async fn an_answer_cut_at_the_token_limit_is_continued_and_given_whole() {
+    let agent = Agent::start(vec![
+        Script::new("write a long poem", vec![cut("Roses are red, ")]),
+        Script::new(CONTINUE_CUT_ANSWER, vec![Reply::text("violets are blue.")]),
+    ])
+    .await;
+    let outcome = agent.run("write a long poem", limits()).await.unwrap();
+    assert_eq!(outcome.answer, "Roses are red, violets are blue.");
+    assert_eq!(outcome.stop_reason, StopReason::Completed);
+    let requests = agent.requests();
+    assert_eq!(requests.len(), 2);
+    // The model sees what it wrote, then the request to go on.
+    let second = messages(&requests[1]);
+    let tail: Vec<(String, String)> = second
+        .iter()
+        .rev()
+        .take(2)
+        .map(|m| (m["role"].as_str().unwrap().to_string(), m["content"].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(
+        tail,
+        [("user".to_string(), CONTINUE_CUT_ANSWER.to_string()), ("assistant".into(), "Roses are red, ".into())]
+    );
+}
+
+#[tokio::test]
+async fn an_answer_that_keeps_being_cut_is_continued_three_times_then_given_as_it_is() {
+    let agent =
+        Agent::start(vec![Script::new("never stop", vec![cut("a")]), Script::new(CONTINUE_CUT_ANSWER, vec![cut("b")])])
+            .await;
+    let outcome = agent.run("never stop", limits()).await.unwrap();
+    assert_eq!(outcome.answer, "abbb");
+    assert_eq!(agent.requests().len(), 4);
 }

@@ -80,6 +80,7 @@ async fn result_seen(
         on_event: &|_| {},
         keys: Default::default(),
         stream: false,
+        known_tokens: None,
         compaction: None,
     }
     .run()

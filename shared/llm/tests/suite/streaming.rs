@@ -40,9 +40,15 @@ async fn text_arrives_in_pieces_and_adds_up_to_the_answer() {
     assert!(shown.len() >= 3, "{shown:?}");
     assert_eq!(shown.concat(), "Hello there, how are you?");
     assert_eq!(answer.content.as_deref(), Some("Hello there, how are you?"));
-    assert_eq!((answer.usage.prompt_tokens, answer.usage.completion_tokens, answer.usage.total_tokens), (10, 5, 15));
-    assert_eq!(answer.finish_reason.as_deref(), Some("stop"));
     let body = &llm.requests()[0];
+    // The usage chunk that ends the stream is read: the fake sizes it like the request and the answer.
+    let (prompt, completion) =
+        minibot_test_support::scripted_llm::estimated_tokens(body.to_string().len(), "Hello there, how are you?".len());
+    assert_eq!(
+        (answer.usage.prompt_tokens, answer.usage.completion_tokens, answer.usage.total_tokens),
+        (prompt, completion, prompt + completion)
+    );
+    assert_eq!(answer.finish_reason.as_deref(), Some("stop"));
     assert_eq!(body["stream"], true);
     assert_eq!(body["stream_options"], json!({ "include_usage": true }));
 }

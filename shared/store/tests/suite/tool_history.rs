@@ -247,3 +247,24 @@ async fn a_very_long_turn_is_stored_whole_as_one_turn() {
     assert_eq!(texts, expected);
     assert_whole_groups(rows.as_slice(), "long turn");
 }
+
+#[tokio::test]
+async fn the_providers_count_is_kept_on_the_turns_last_row_and_survives_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("minibot.db");
+    let store = open(&path, None).await;
+    let mut turn = tool_turn(1, 1, 1);
+    if let Some(answer) = turn.last_mut() {
+        answer.context_tokens = Some(12_345);
+    }
+    store.store_turn("s", &turn, &[], None).await.unwrap();
+    store.store_turn("s", &tool_turn(2, 0, 0), &[], None).await.unwrap();
+    store.close().await;
+
+    let store = open(&path, None).await;
+    let rows = store.history("s").await.unwrap();
+    let counted: Vec<(String, Option<u64>)> =
+        rows.iter().filter(|r| r.context_tokens.is_some()).map(|r| (r.content.clone(), r.context_tokens)).collect();
+    assert_eq!(counted, [("answer 1".to_string(), Some(12_345))], "only the row it was given, whole");
+    assert_eq!(rows.last().unwrap().context_tokens, None, "a turn without a count has none");
+}

@@ -413,14 +413,16 @@ async fn handle(state: Arc<Mutex<State>>, req: Request<Incoming>) -> Result<Resp
     }
     if request["stream"] == true {
         return Ok(match reply {
-            Reply::Text(text) => respond_sse(&chat_stream(Some(&text), &[], messages.len())),
-            Reply::ToolCalls(calls) => respond_sse(&chat_stream(None, &calls, messages.len())),
+            Reply::Text(text) => respond_sse(&chat_stream(Some(&text), &[], messages.len(), body.len())),
+            Reply::ToolCalls(calls) => respond_sse(&chat_stream(None, &calls, messages.len(), body.len())),
             Reply::Status(status, body) => respond(status, body),
             Reply::Raw(body) => respond_sse(&body),
         });
     }
     Ok(match reply {
-        Reply::Text(text) => respond(200, completion(json!({ "role": "assistant", "content": text }), "stop")),
+        Reply::Text(text) => {
+            respond(200, completion(json!({ "role": "assistant", "content": text }), "stop", body.len()))
+        }
         Reply::ToolCalls(calls) => {
             let calls: Vec<Value> = calls
                 .iter()
@@ -430,7 +432,8 @@ async fn handle(state: Arc<Mutex<State>>, req: Request<Incoming>) -> Result<Resp
                             "function": { "name": name, "arguments": args } })
                 })
                 .collect();
-            respond(200, completion(json!({ "role": "assistant", "content": null, "tool_calls": calls }), "tool_calls"))
+            let message = json!({ "role": "assistant", "content": null, "tool_calls": calls });
+            respond(200, completion(message, "tool_calls", body.len()))
         }
         Reply::Status(status, body) => respond(status, body),
         Reply::Raw(body) => respond(200, body),
@@ -447,7 +450,7 @@ pub(crate) fn pieces(text: &str, n: usize) -> Vec<String> {
 /// A Chat Completions stream: the text in three pieces, or each tool call's id and name first and its arguments
 /// in two parts, then the finish reason, the usage chunk and `[DONE]`, as OpenAI sends them with
 /// `stream_options.include_usage`.
-fn chat_stream(text: Option<&str>, calls: &[(String, String)], turn: usize) -> String {
+fn chat_stream(text: Option<&str>, calls: &[(String, String)], turn: usize, request_bytes: usize) -> String {
     let chunk = |delta: Value, finish: Value| {
         json!({ "id": "chatcmpl-test", "object": "chat.completion.chunk", "model": "scripted",
                 "choices": [{ "index": 0, "delta": delta, "finish_reason": finish }] })
@@ -467,8 +470,9 @@ fn chat_stream(text: Option<&str>, calls: &[(String, String)], turn: usize) -> S
     }
     let finish = if calls.is_empty() { "stop" } else { "tool_calls" };
     events.push(chunk(json!({}), json!(finish)));
+    let written = text.map_or(0, str::len) + calls.iter().map(|(name, args)| name.len() + args.len()).sum::<usize>();
     events.push(json!({ "id": "chatcmpl-test", "object": "chat.completion.chunk", "choices": [],
-                        "usage": { "prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15 } }));
+                        "usage": usage(request_bytes, written) }));
     let mut body: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
     body.push_str("data: [DONE]\n\n");
     body
@@ -534,15 +538,34 @@ pub(crate) fn choose_for(state: &mut State, user_text: &str, step: usize) -> (Re
     (reply, delay)
 }
 
-fn completion(message: Value, finish_reason: &str) -> String {
+fn completion(message: Value, finish_reason: &str, request_bytes: usize) -> String {
+    let written = message["content"].as_str().map_or(0, str::len)
+        + message["tool_calls"].as_array().map_or(0, |calls| {
+            let text = |call: &Value, field: &str| call["function"][field].as_str().map_or(0, str::len);
+            calls.iter().map(|call| text(call, "name") + text(call, "arguments")).sum()
+        });
     json!({
         "id": "chatcmpl-test",
         "object": "chat.completion",
         "model": "scripted",
         "choices": [{ "index": 0, "message": message, "finish_reason": finish_reason }],
-        "usage": { "prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15 }
+        "usage": usage(request_bytes, written)
     })
     .to_string()
+}
+
+/// Chat Completions usage as a real API reports it, sized like the request and the answer (about four bytes a
+/// token, OpenAI's rule of thumb): the product measures a chat's context from it, so a fixed number would hide
+/// a growing history.
+pub fn usage(request_bytes: usize, answer_bytes: usize) -> Value {
+    let (prompt, completion) = estimated_tokens(request_bytes, answer_bytes);
+    json!({ "prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion })
+}
+
+/// The prompt and completion tokens the fakes report: a request of `request_bytes` bytes (its JSON body) and
+/// an answer of `answer_bytes` bytes of text and tool calls, at four bytes a token, at least one each.
+pub fn estimated_tokens(request_bytes: usize, answer_bytes: usize) -> (u64, u64) {
+    ((request_bytes.div_ceil(4) as u64).max(1), (answer_bytes.div_ceil(4) as u64).max(1))
 }
 
 pub(crate) fn respond(status: u16, body: String) -> Response<Full<Bytes>> {
