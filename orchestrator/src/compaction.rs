@@ -120,16 +120,34 @@ pub fn measure(messages: &[Message], model: &str, limit: u64) -> u64 {
 
 /// The history cut to its latest whole turns so that, with `fixed` tokens of prompt beside it, it stays under
 /// `limit`; how many messages were left out. A turn starts at a user message, so a tool call is never parted
-/// from its result.
-pub fn fit_history(history: Vec<Message>, fixed: u64, limit: u64, model: &str) -> (Vec<Message>, usize) {
-    if fixed + measure(&history, model, limit.saturating_sub(fixed)) < limit {
+/// from its result. `counted` is the provider's count of the whole request when known: when it is above the local
+/// count (another vendor's tokenizer, what the provider adds), the local counts are scaled up to it, so the cut
+/// follows the provider's measure.
+pub fn fit_history(
+    history: Vec<Message>,
+    fixed: u64,
+    limit: u64,
+    model: &str,
+    counted: Option<u64>,
+) -> (Vec<Message>, usize) {
+    let scale = match counted {
+        Some(counted) => {
+            let local = fixed + minibot_llm::count_tokens(&history, &[], model);
+            (counted as f64 / local.max(1) as f64).max(1.0)
+        }
+        None if fixed + measure(&history, model, limit.saturating_sub(fixed)) < limit => return (history, 0),
+        None => 1.0,
+    };
+    let fits = |messages: &[Message]| {
+        ((fixed + minibot_llm::count_tokens(messages, &[], model)) as f64 * scale) < limit as f64
+    };
+    if counted.is_some() && fits(&history) {
         return (history, 0);
     }
     let starts: Vec<usize> =
         history.iter().enumerate().filter(|(_, m)| matches!(m, Message::User(_))).map(|(i, _)| i).collect();
     for start in starts.into_iter().skip(1) {
-        let rest = &history[start..];
-        if fixed + minibot_llm::count_tokens(rest, &[], model) < limit {
+        if fits(&history[start..]) {
             let dropped = start;
             return (history.into_iter().skip(dropped).collect(), dropped);
         }

@@ -138,7 +138,9 @@ impl Conversation {
     /// Summarises the chat's history after the reply went out; the chat's next turn waits for it.
     fn compact(&mut self, job: crate::compaction::Job, ctx: &mut Context<Self>) {
         let notify = self.rt.config.memory.notify_compaction_updates;
-        if let Some(notice) = job.running_notice(notify) {
+        // After a failure the chat was told; the next attempts run quietly until one succeeds (a "running"
+        // notice with no outcome after it would only puzzle).
+        if let Some(notice) = job.running_notice(notify).filter(|_| !self.compaction_error_told) {
             self.send(notice);
         }
         let rt = self.rt.clone();

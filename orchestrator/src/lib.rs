@@ -19,6 +19,7 @@ pub mod format_repair;
 pub mod guardrail;
 pub mod logging;
 pub mod mcp_supervisor;
+pub mod memory_release;
 pub mod messages;
 pub mod ownership;
 pub mod render;

@@ -72,7 +72,10 @@ pub struct ActiveTurn(Arc<std::sync::atomic::AtomicUsize>);
 
 impl Drop for ActiveTurn {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        // The last turn of a burst: what the turns used is free now; give it back.
+        if self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) == 1 {
+            crate::memory_release::after_burst(self.0.clone());
+        }
     }
 }
 

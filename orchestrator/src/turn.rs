@@ -141,7 +141,7 @@ pub async fn run_turn(
                 (history, 0)
             } else {
                 let fixed = minibot_llm::count_tokens(&prompt, &[], model_name) + tool_size.tokens(model_name);
-                compaction::fit_history(history, fixed, limits.hard_limit, model_name)
+                compaction::fit_history(history, fixed, limits.hard_limit, model_name, known.map(|k| k + question))
             };
             if dropped > 0 {
                 tracing::warn!(session = %session, dropped, "history over the model's limit; sending its latest turns");

@@ -37,6 +37,8 @@ const SOAK_SAMPLE_MESSAGES: usize = 2_000;
 /// the tools' schemas take about 5,000 of it; each chat reaches the budget every ~40 turns).
 const SOAK_BUDGET_TOKENS: usize = 6_000;
 const SOAK_WAVE_TIMEOUT: Duration = Duration::from_secs(60);
+/// After the last wave: longer than the daemon's quiet spell before it releases freed memory.
+const QUIET_SAMPLE_AFTER: Duration = Duration::from_secs(4);
 
 const IDLE_FOR: Duration = Duration::from_secs(60);
 
@@ -244,6 +246,9 @@ async fn soak_run(
         }
     }
     let elapsed = began.elapsed();
+    // What the daemon holds once the chats go quiet: it gives freed memory back after a quiet spell.
+    tokio::time::sleep(QUIET_SAMPLE_AFTER).await;
+    let quiet_kib = proc_status_kib(daemon.pid(), "VmRSS").unwrap_or(0);
 
     let messages = waves * chats as usize;
     let per_sample = sample_every * chats as usize;
@@ -269,6 +274,12 @@ async fn soak_run(
         breakdowns.first().map_or("", String::as_str),
         breakdowns.last().map_or("", String::as_str),
         folder_kib(&home.path().join("data")) as f64 / KIB_PER_MIB
+    );
+    println!(
+        "soak: daemon RSS {:.0} s after the last answer: {:.1} MiB ({:+.1} MiB from the first sample)",
+        QUIET_SAMPLE_AFTER.as_secs_f64(),
+        mib(quiet_kib),
+        (quiet_kib as f64 - first as f64) / KIB_PER_MIB
     );
     wave_times.sort();
     println!(

@@ -507,3 +507,54 @@ async fn an_answer_whose_draft_is_gone_arrives_as_a_new_message() {
     assert_eq!(visible(answer), ANSWER);
     assert_eq!(answer.reply_to(), Some(asked), "{}", describe(&calls));
 }
+
+/// A streamed answer the model stopped at its answer-token limit.
+fn cut_stream(text: &str) -> Reply {
+    let chunk = |choices: Value, usage: Value| serde_json::json!({ "id": "c", "object": "chat.completion.chunk", "model": "m", "choices": choices, "usage": usage });
+    let events = [
+        chunk(
+            serde_json::json!([{ "index": 0, "delta": { "role": "assistant", "content": text }, "finish_reason": null }]),
+            Value::Null,
+        ),
+        chunk(serde_json::json!([{ "index": 0, "delta": {}, "finish_reason": "length" }]), Value::Null),
+        chunk(
+            serde_json::json!([]),
+            serde_json::json!({ "prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15 }),
+        ),
+    ];
+    let body: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+    Reply::Raw(body + "data: [DONE]\n\n")
+}
+
+#[tokio::test]
+async fn a_continued_answer_streams_on_as_one_text_and_is_printed_once() {
+    let llm = ScriptedLlm::start(vec![
+        Script::new("write a poem", vec![cut_stream("Roses are red, ")]),
+        Script::new(minibot_agent::CONTINUE_CUT_ANSWER, vec![Reply::text("violets are blue.")]),
+    ])
+    .await;
+    let home = Home::new(&llm.base_url(), "");
+    let whole = "Roses are red, violets are blue.";
+    let output = minibot_e2e::run(home.minibot(&["console", "--once", "write a poem"])).await;
+    assert_eq!(stdout(&output), format!("{whole}\n"), "stderr: {}", stderr(&output));
+
+    let shell = format!(
+        "{} console --once 'write a poem' --config {}",
+        minibot_e2e::binary("minibot").display(),
+        home.config().display()
+    );
+    let mut command = std::process::Command::new("script");
+    command
+        .args(["-qfec", &shell, "/dev/null"])
+        .current_dir(std::env::temp_dir())
+        .env("TERM", "xterm")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("MINIBOT_CONFIG")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null());
+    let output = minibot_e2e::run(command).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let screen = stdout(&output);
+    assert_eq!(screen.matches(whole).count(), 1, "the parts stream on one line, and are not printed again: {screen:?}");
+    assert!(!screen.contains("Roses are red, \r\n"), "{screen:?}");
+}

@@ -122,6 +122,8 @@ async fn a_failing_summary_still_answers_every_turn_within_the_limit_and_says_so
         }
     }
     assert_eq!(notices.iter().filter(|n| n.as_str() == ERROR_NOTICE).count(), 1, "told once: {notices:?}");
+    // Later attempts run quietly: no "running" notice without an outcome after it.
+    assert_eq!(notices.iter().filter(|n| n.as_str() == RUNNING_NOTICE).count(), 1, "{notices:?}");
     // The model's context is not known (a test model): requests stay within a quarter above the budget.
     for request in llm.requests().iter().filter(|r| !contents(r).concat().contains(COMPACT_REQUEST)) {
         assert!(tokens_of(request) < 3750, "a request over the limit: {} tokens", tokens_of(request));
@@ -172,4 +174,23 @@ async fn the_providers_own_count_decides_when_a_short_chat_is_summarised() {
     let sent = contents(llm.requests().last().unwrap());
     assert!(sent.iter().any(|c| c.contains("SUMMARY: a greeting.")), "{sent:?}");
     assert!(!sent.iter().any(|c| c == "hi there"), "the summarised answer is not sent again: {sent:?}");
+}
+
+#[actix::test]
+async fn a_provider_that_counts_only_part_of_the_request_is_not_believed() {
+    // Some local servers report only the prompt tokens they had not cached: a count far under the request's
+    // own size. The chat is then measured locally and still summarised at its budget.
+    let llm = ScriptedLlm::start(vec![
+        Script::new("tell me about apples", vec![answer_counted_as(&long("apples", 1500), 1)]),
+        Script::new("and pears?", vec![answer_counted_as(&long("pears", 1500), 1)]),
+        Script::containing(COMPACT_REQUEST, vec![Reply::text("SUMMARY: apples and pears.")]),
+    ])
+    .await;
+    let mut h = Harness::start(&llm.base_url(), &config(3000)).await;
+    h.send(1, "tell me about apples");
+    assert!(h.reply().await.text.starts_with("apples"));
+    h.send(1, "and pears?");
+    assert!(h.reply().await.text.starts_with("pears"));
+    assert_eq!(h.reply().await.text, RUNNING_NOTICE);
+    assert_eq!(h.reply().await.text, DONE_NOTICE);
 }

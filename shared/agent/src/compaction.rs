@@ -19,19 +19,37 @@ pub fn rough_upper_text_tokens(text: &str) -> u64 {
 /// Building the tokenizer costs a process about 150 ms the first time and tens of MiB from then on, so it is
 /// only built when this bound says the budget may be near and the provider has not counted.
 pub fn rough_upper_tokens(messages: &[Message]) -> u64 {
-    let bytes: usize = messages
+    (text_bytes(messages, 2 * minibot_llm::IMAGE_TOKENS as usize) / 2 + messages.len() * 8) as u64
+}
+
+/// A floor under the tokens of `messages` that real text stays above (eight bytes a token: English runs about
+/// four, code and other scripts fewer). A provider's count far below it is not a count of the whole request:
+/// some local servers report only the tokens they did not have cached.
+pub fn rough_lower_tokens(messages: &[Message]) -> u64 {
+    // Images may cost a provider little (OpenAI's low detail: 85 tokens): none here.
+    (text_bytes(messages, 0) / 8) as u64
+}
+
+/// The bytes of text in `messages`, each image counted as `image_bytes`.
+fn text_bytes(messages: &[Message], image_bytes: usize) -> usize {
+    messages
         .iter()
         .map(|message| match message {
             Message::System(text) | Message::User(text) => text.len(),
-            Message::UserParts(parts) => parts.len() * 2 * minibot_llm::IMAGE_TOKENS as usize,
+            Message::UserParts(parts) => parts
+                .iter()
+                .map(|part| match part {
+                    minibot_llm::ContentPart::Text(text) => text.len(),
+                    minibot_llm::ContentPart::ImageUrl(_) => image_bytes,
+                })
+                .sum(),
             Message::Assistant { content, tool_calls, .. } => {
                 content.as_deref().map_or(0, str::len)
                     + tool_calls.iter().map(|c| c.name.len() + c.arguments.len()).sum::<usize>()
             }
             Message::Tool { content, .. } => content.len(),
         })
-        .sum();
-    (bytes / 2 + messages.len() * 8) as u64
+        .sum()
 }
 
 /// The user line of a summary request (MiniBot's wording).

@@ -33,7 +33,7 @@ pub use prompt::{PromptBuilder, PromptLibrary};
 pub use registry::ToolRegistry;
 pub use run::{
     AgentRun, CONTINUE_CUT_ANSWER, EMPTY_ANSWER_REPLY, Limits, MAX_STEPS_REPLY, MAX_TOOL_CALLS_REPLY, ModelSettings,
-    REPEATED_ITERATION_REPLY, RequestKeys, TIMEOUT_REPLY, TRUNCATED_REPLY, error_result,
+    REPEATED_ITERATION_REPLY, RequestKeys, STILL_CUT_NOTE, TIMEOUT_REPLY, TRUNCATED_REPLY, error_result,
 };
 pub use safety::{SafetyClassifier, SafetyConfigError};
 pub use spill::{SpillStore, SpillTool, SpilledFile, wrap_with_spill};

@@ -27,6 +27,8 @@ const TEXT_TOOL_CALL_NUDGE: &str = "Please use the tool calling interface instea
 pub const CONTINUE_CUT_ANSWER: &str = "Continue exactly where you left off. Do not repeat.";
 /// How many times one answer is continued after being cut: an answer that needs more is too long for a chat.
 const MAX_ANSWER_CONTINUATIONS: u32 = 3;
+/// Ends an answer that was still cut after its last continuation.
+pub const STILL_CUT_NOTE: &str = "\n\n(Cut here: the answer reached the model's answer-token limit. Ask me to go on.)";
 const MAX_TEXT_TOOL_CALL_NUDGES: u32 = 2;
 const MAX_TRUNCATED_IN_A_ROW: u32 = 3;
 const MAX_IDENTICAL_ITERATIONS: u32 = 3;
@@ -155,7 +157,10 @@ impl AgentRun<'_> {
                 return Ok((MAX_STEPS_REPLY.into(), StopReason::MaxSteps));
             }
             state.steps += 1;
-            (self.on_event)(AgentEvent::StepStarted { step: state.steps });
+            // A continued answer goes on in the text the channels show: no new step for them.
+            if !std::mem::take(&mut state.continuing) {
+                (self.on_event)(AgentEvent::StepStarted { step: state.steps });
+            }
             let request = ChatRequest {
                 model: self.model.model.clone(),
                 messages: messages.clone(),
@@ -177,8 +182,10 @@ impl AgentRun<'_> {
             unique_call_ids(&mut response.tool_calls, state.steps);
             state.usage += response.usage;
             let reported = response.usage.prompt_tokens + response.usage.completion_tokens;
-            // The answer is appended below; counting it from the usage covers it.
-            state.measured = (reported > 0).then_some((reported, messages.len() + 1));
+            // The answer is appended below; counting it from the usage covers it. A count under what the request
+            // plainly held is not trusted: the size is then counted locally.
+            let plausible = reported > 0 && reported >= crate::compaction::rough_lower_tokens(messages);
+            state.measured = plausible.then_some((reported, messages.len() + 1));
 
             if response.tool_calls.is_empty() {
                 let text = unwrap_legacy_answer(response.content.as_deref().unwrap_or_default());
@@ -186,16 +193,25 @@ impl AgentRun<'_> {
                 let cut = response.finish_reason.as_deref() == Some("length") && !text.trim().is_empty();
                 if cut && state.continuations < MAX_ANSWER_CONTINUATIONS {
                     state.continuations += 1;
+                    state.continuing = true;
                     state.answer_so_far.push_str(&text);
                     messages.push(Message::assistant_text(text));
                     messages.push(Message::User(CONTINUE_CUT_ANSWER.into()));
                     continue;
                 }
-                let text = if state.answer_so_far.is_empty() {
+                let mut text = if state.answer_so_far.is_empty() {
                     text
                 } else {
                     std::mem::take(&mut state.answer_so_far) + &text
                 };
+                if cut {
+                    // Still cut after the last continuation: the user should know the end is missing. Shown
+                    // where the text streamed too, so the channel sees the answer it streamed.
+                    text.push_str(STILL_CUT_NOTE);
+                    if self.stream {
+                        (self.on_event)(AgentEvent::AnswerText { step: state.steps, text: STILL_CUT_NOTE.into() });
+                    }
+                }
                 if text.contains("<tool_call>") && state.text_tool_nudges < MAX_TEXT_TOOL_CALL_NUDGES {
                     state.text_tool_nudges += 1;
                     messages.push(Message::assistant_text(text));
@@ -425,6 +441,8 @@ struct LoopState {
     /// An answer cut at the answer-token limit, so far, and how many times it was continued.
     answer_so_far: String,
     continuations: u32,
+    /// The next step continues a cut answer.
+    continuing: bool,
 }
 
 impl LoopState {

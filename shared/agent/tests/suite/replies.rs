@@ -1,7 +1,7 @@
 //! How the model's final text is handled: empty answers and tool calls written as text.
 
 use super::{Agent, COUNTER, last_message, limits, messages, user_texts};
-use minibot_agent::{CONTINUE_CUT_ANSWER, EMPTY_ANSWER_REPLY, StopReason};
+use minibot_agent::{CONTINUE_CUT_ANSWER, EMPTY_ANSWER_REPLY, STILL_CUT_NOTE, StopReason};
 use minibot_test_support::{Reply, Script};
 use serde_json::json;
 
@@ -84,8 +84,14 @@ async fn an_answer_cut_at_the_token_limit_is_continued_and_given_whole() {
         Script::new(CONTINUE_CUT_ANSWER, vec![Reply::text("violets are blue.")]),
     ])
     .await;
-    let outcome = agent.run("write a long poem", limits()).await.unwrap();
+    let events = std::sync::Mutex::new(Vec::new());
+    let record = |event: minibot_agent::AgentEvent| events.lock().unwrap().push(event);
+    let outcome = agent.run_with("write a long poem", limits(), None, &record).await.unwrap();
     assert_eq!(outcome.answer, "Roses are red, violets are blue.");
+    // The channels keep one stream of text: the continuation is not a new step for them.
+    let steps =
+        events.lock().unwrap().iter().filter(|e| matches!(e, minibot_agent::AgentEvent::StepStarted { .. })).count();
+    assert_eq!(steps, 1);
     assert_eq!(outcome.stop_reason, StopReason::Completed);
     let requests = agent.requests();
     assert_eq!(requests.len(), 2);
@@ -109,6 +115,6 @@ async fn an_answer_that_keeps_being_cut_is_continued_three_times_then_given_as_i
         Agent::start(vec![Script::new("never stop", vec![cut("a")]), Script::new(CONTINUE_CUT_ANSWER, vec![cut("b")])])
             .await;
     let outcome = agent.run("never stop", limits()).await.unwrap();
-    assert_eq!(outcome.answer, "abbb");
+    assert_eq!(outcome.answer, format!("abbb{STILL_CUT_NOTE}"), "the user is told the end is missing");
     assert_eq!(agent.requests().len(), 4);
 }
