@@ -8,7 +8,7 @@ use std::process::{Command, Output, Stdio};
 pub use minibot_test_support::{Reply, Script, ScriptedLlm, binary};
 
 mod terminal;
-pub use terminal::{Terminal, capture_screen};
+pub use terminal::{Terminal, capture_screen, in_a_terminal};
 
 /// A temp folder holding a config that points the model at `base_url`.
 pub struct Home {

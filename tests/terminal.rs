@@ -29,21 +29,25 @@ pub struct Terminal {
     screen: Arc<Mutex<String>>,
 }
 
+/// `shell` run on a pseudo-terminal of its own (`script` allocates it), from the temporary folder, with none of
+/// the variables that would point minibot at another key, config or log level.
+pub fn in_a_terminal(shell: &str) -> Command {
+    let mut command = Command::new("script");
+    command
+        .args(["-qfec", shell, "/dev/null"])
+        .current_dir(std::env::temp_dir())
+        .env("TERM", "xterm")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("MINIBOT_CONFIG")
+        .env_remove("RUST_LOG");
+    command
+}
+
 impl Terminal {
     pub fn start(home: &Home) -> Self {
         let command = format!("{} console --config {}", binary("minibot").display(), home.config().display());
-        let mut child = Command::new("script")
-            .args(["-qfec", &command, "/dev/null"])
-            .current_dir(std::env::temp_dir())
-            .env("TERM", "xterm")
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("MINIBOT_CONFIG")
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child =
+            in_a_terminal(&command).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
         let screen = capture_screen(&mut child);
         Self { child, screen }
     }

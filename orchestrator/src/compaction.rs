@@ -118,42 +118,46 @@ pub fn measure(messages: &[Message], model: &str, limit: u64) -> u64 {
     if rough < limit { rough } else { minibot_llm::count_tokens(messages, &[], model) }
 }
 
+/// A history cut to fit: the latest whole turns, and what was left out.
+pub struct Fit {
+    pub kept: Vec<Message>,
+    /// How many messages were left out.
+    pub dropped: usize,
+    /// Their tokens, counted locally.
+    pub dropped_tokens: u64,
+}
+
 /// The history cut to its latest whole turns so that, with `fixed` tokens of prompt beside it, it stays under
-/// `limit`; how many messages were left out. A turn starts at a user message, so a tool call is never parted
-/// from its result. `counted` is the provider's count of the whole request when known: when it is above the local
-/// count (another vendor's tokenizer, what the provider adds), the local counts are scaled up to it, so the cut
-/// follows the provider's measure.
-pub fn fit_history(
-    history: Vec<Message>,
-    fixed: u64,
-    limit: u64,
-    model: &str,
-    counted: Option<u64>,
-) -> (Vec<Message>, usize) {
+/// `limit`. A turn starts at a user message, so a tool call is never parted from its result. `counted` is the
+/// provider's count of the whole request when known: when it is above the local count (another vendor's
+/// tokenizer, what the provider adds), the local counts are scaled up to it, so the cut follows the provider's
+/// measure.
+pub fn fit_history(history: Vec<Message>, fixed: u64, limit: u64, model: &str, counted: Option<u64>) -> Fit {
+    let whole = |kept: Vec<Message>| Fit { kept, dropped: 0, dropped_tokens: 0 };
     let scale = match counted {
         Some(counted) => {
             let local = fixed + minibot_llm::count_tokens(&history, &[], model);
             (counted as f64 / local.max(1) as f64).max(1.0)
         }
-        None if fixed + measure(&history, model, limit.saturating_sub(fixed)) < limit => return (history, 0),
+        None if fixed + measure(&history, model, limit.saturating_sub(fixed)) < limit => return whole(history),
         None => 1.0,
     };
     let fits = |messages: &[Message]| {
         ((fixed + minibot_llm::count_tokens(messages, &[], model)) as f64 * scale) < limit as f64
     };
     if counted.is_some() && fits(&history) {
-        return (history, 0);
+        return whole(history);
     }
     let starts: Vec<usize> =
         history.iter().enumerate().filter(|(_, m)| matches!(m, Message::User(_))).map(|(i, _)| i).collect();
     for start in starts.into_iter().skip(1) {
         if fits(&history[start..]) {
-            let dropped = start;
-            return (history.into_iter().skip(dropped).collect(), dropped);
+            let dropped_tokens = minibot_llm::count_tokens(&history[..start], &[], model);
+            return Fit { kept: history.into_iter().skip(start).collect(), dropped: start, dropped_tokens };
         }
     }
-    let dropped = history.len();
-    (Vec::new(), dropped)
+    let dropped_tokens = minibot_llm::count_tokens(&history, &[], model);
+    Fit { dropped: history.len(), kept: Vec::new(), dropped_tokens }
 }
 
 /// What the chat reads when a turn's own work was compacted inside the turn, per

@@ -130,25 +130,25 @@ pub async fn run_turn(
     messages.extend(transcript::history_messages(history, tools.get(transcript::HISTORY_READER).is_some()));
     let history = messages;
     // Never more than the model takes: a history that a failed compaction left too long goes in part.
-    let (history, dropped) = match limits {
+    let (history, dropped, dropped_tokens) = match limits {
         Some(limits) => {
             let prompt = [Message::System(system_prompt.clone()), Message::User(inbound.text.clone())];
             let model_name = &model.settings.model;
             let question = minibot_agent::compaction::rough_upper_tokens(&prompt[1..]);
             let fits = known.is_some_and(|known| known + question < limits.hard_limit)
                 || compaction::rough_total(&[&prompt, &history]) + tool_size.rough < limits.hard_limit;
-            let (kept, dropped) = if fits {
-                (history, 0)
+            let fit = if fits {
+                compaction::Fit { kept: history, dropped: 0, dropped_tokens: 0 }
             } else {
                 let fixed = minibot_llm::count_tokens(&prompt, &[], model_name) + tool_size.tokens(model_name);
                 compaction::fit_history(history, fixed, limits.hard_limit, model_name, known.map(|k| k + question))
             };
-            if dropped > 0 {
-                tracing::warn!(session = %session, dropped, "history over the model's limit; sending its latest turns");
+            if fit.dropped > 0 {
+                tracing::warn!(session = %session, dropped = fit.dropped, "history over the model's limit; sending its latest turns");
             }
-            (kept, dropped)
+            (fit.kept, fit.dropped, fit.dropped_tokens)
         }
-        None => (history, 0),
+        None => (history, 0, 0),
     };
     // A count of the whole history does not describe a part of it.
     let known = known.filter(|_| dropped == 0);
@@ -211,11 +211,25 @@ pub async fn run_turn(
     }
     match result {
         Ok(outcome) => {
+            let (system, answer) =
+                ([Message::System(system_prompt.clone())], [Message::assistant_text(outcome.answer.clone())]);
+            // What the next request will carry: this turn's history plus what the turn added.
+            let next: [&[Message]; 4] = [&system, &history, &outcome.messages, &answer];
+            let model_name = &model.settings.model;
+            // The provider's count of the whole history and this turn, which the next turn starts from. When this
+            // request left older turns out, they are added, counted locally and scaled as the provider's count of
+            // what was sent compares with the local count of it.
+            let whole_count = outcome.context_tokens.map(|sent| {
+                if dropped == 0 {
+                    return sent;
+                }
+                let local_sent = compaction::count_total(&next, model_name) + tool_size.tokens(model_name);
+                let scale = (sent as f64 / local_sent.max(1) as f64).max(1.0);
+                sent + (dropped_tokens as f64 * scale).ceil() as u64
+            });
             let mut entries = transcript::turn_messages(&inbound.text, &outcome);
-            // What the next turn starts from, unless this request left part of the history out: the count would
-            // then describe less than the stored history.
             if let Some(last) = entries.last_mut() {
-                last.context_tokens = outcome.context_tokens.filter(|_| dropped == 0);
+                last.context_tokens = whole_count;
             }
             let mut ids: Vec<&str> = vec![inbound.event_id.as_str()];
             ids.extend(outcome.steered.iter().map(|s| s.id.as_str()));
@@ -228,14 +242,9 @@ pub async fn run_turn(
             if let Err(error) = &stored {
                 tracing::error!(session = %session, error = %error, "cannot store the turn");
             }
-            // What the next request will carry: this turn's history plus what the turn added.
             let compaction = limits.filter(|_| stored.is_ok()).and_then(|limits| {
-                let (system, answer) =
-                    ([Message::System(system_prompt.clone())], [Message::assistant_text(outcome.answer.clone())]);
-                let next: [&[Message]; 4] = [&system, &history, &outcome.messages, &answer];
-                let model_name = &model.settings.model;
                 // The provider's count when it gave one; a tokenizer only when a cheap bound may reach the budget.
-                let tokens = match (outcome.context_tokens, compaction::rough_total(&next) + tool_size.rough) {
+                let tokens = match (whole_count, compaction::rough_total(&next) + tool_size.rough) {
                     (Some(counted), _) => counted,
                     (None, rough) if rough < limits.threshold => rough,
                     (None, _) => compaction::count_total(&next, model_name) + tool_size.tokens(model_name),

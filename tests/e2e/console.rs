@@ -476,15 +476,7 @@ async fn once_and_piped_lines_show_a_spinner_when_stdout_is_a_terminal() {
         format!("{} console --once 'slow one' --config {}", minibot.display(), config.display()),
         format!("printf 'slow one\\n' | {} console --config {}", minibot.display(), config.display()),
     ] {
-        let mut command = std::process::Command::new("script");
-        command
-            .args(["-qfec", &shell, "/dev/null"])
-            .current_dir(std::env::temp_dir())
-            .env("TERM", "xterm")
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("MINIBOT_CONFIG")
-            .env_remove("RUST_LOG");
-        let output = run_with_input(command, "").await;
+        let output = run_with_input(minibot_e2e::in_a_terminal(&shell), "").await;
         assert!(output.status.success(), "{shell}: {}", stderr(&output));
         let screen = stdout(&output);
         let status = screen.find("thinking · step 1").unwrap_or_else(|| panic!("{shell}: no status: {screen:?}"));

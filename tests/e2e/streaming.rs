@@ -85,15 +85,8 @@ async fn once_on_a_terminal_streams_and_a_pipe_gets_the_answer_whole() {
         minibot_e2e::binary("minibot").display(),
         home.config().display()
     );
-    let mut command = std::process::Command::new("script");
-    command
-        .args(["-qfec", &shell, "/dev/null"])
-        .current_dir(std::env::temp_dir())
-        .env("TERM", "xterm")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("MINIBOT_CONFIG")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null());
+    let mut command = minibot_e2e::in_a_terminal(&shell);
+    command.stdin(Stdio::null());
     let output = minibot_e2e::run(command).await;
     assert!(output.status.success(), "{}", stderr(&output));
     let screen = stdout(&output);
@@ -543,15 +536,8 @@ async fn a_continued_answer_streams_on_as_one_text_and_is_printed_once() {
         minibot_e2e::binary("minibot").display(),
         home.config().display()
     );
-    let mut command = std::process::Command::new("script");
-    command
-        .args(["-qfec", &shell, "/dev/null"])
-        .current_dir(std::env::temp_dir())
-        .env("TERM", "xterm")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("MINIBOT_CONFIG")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null());
+    let mut command = minibot_e2e::in_a_terminal(&shell);
+    command.stdin(Stdio::null());
     let output = minibot_e2e::run(command).await;
     assert!(output.status.success(), "{}", stderr(&output));
     let screen = stdout(&output);
