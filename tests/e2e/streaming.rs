@@ -68,6 +68,20 @@ async fn the_console_shows_the_answer_as_it_is_written_and_prints_it_once() {
     assert_eq!(rows.iter().filter(|row| row.contains(ANSWER)).count(), 1, "{rows:#?}");
 }
 
+/// What `console --once '<question>'` prints on a terminal (`script` gives the command one); it must succeed.
+async fn once_on_a_terminal(home: &Home, question: &str) -> String {
+    let shell = format!(
+        "{} console --once '{question}' --config {}",
+        minibot_e2e::binary("minibot").display(),
+        home.config().display()
+    );
+    let mut command = minibot_e2e::in_a_terminal(&shell);
+    command.stdin(Stdio::null());
+    let output = minibot_e2e::run(command).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    stdout(&output)
+}
+
 #[tokio::test]
 async fn once_on_a_terminal_streams_and_a_pipe_gets_the_answer_whole() {
     let llm = ScriptedLlm::start(vec![slow_model("write slowly", ANSWER)]).await;
@@ -80,16 +94,7 @@ async fn once_on_a_terminal_streams_and_a_pipe_gets_the_answer_whole() {
 
     // A terminal (`script` gives the command one): the pieces replace the spinner, and the answer is not
     // printed a second time when the turn ends.
-    let shell = format!(
-        "{} console --once 'write slowly' --config {}",
-        minibot_e2e::binary("minibot").display(),
-        home.config().display()
-    );
-    let mut command = minibot_e2e::in_a_terminal(&shell);
-    command.stdin(Stdio::null());
-    let output = minibot_e2e::run(command).await;
-    assert!(output.status.success(), "{}", stderr(&output));
-    let screen = stdout(&output);
+    let screen = once_on_a_terminal(&home, "write slowly").await;
     assert_eq!(screen.matches(ANSWER).count(), 1, "{screen:?}");
     let answer = screen.find(ANSWER).unwrap();
     assert!(screen[..answer].ends_with("\r\x1b[2K"), "the spinner was not cleared for the text: {screen:?}");
@@ -531,16 +536,7 @@ async fn a_continued_answer_streams_on_as_one_text_and_is_printed_once() {
     let output = minibot_e2e::run(home.minibot(&["console", "--once", "write a poem"])).await;
     assert_eq!(stdout(&output), format!("{whole}\n"), "stderr: {}", stderr(&output));
 
-    let shell = format!(
-        "{} console --once 'write a poem' --config {}",
-        minibot_e2e::binary("minibot").display(),
-        home.config().display()
-    );
-    let mut command = minibot_e2e::in_a_terminal(&shell);
-    command.stdin(Stdio::null());
-    let output = minibot_e2e::run(command).await;
-    assert!(output.status.success(), "{}", stderr(&output));
-    let screen = stdout(&output);
+    let screen = once_on_a_terminal(&home, "write a poem").await;
     assert_eq!(screen.matches(whole).count(), 1, "the parts stream on one line, and are not printed again: {screen:?}");
     assert!(!screen.contains("Roses are red, \r\n"), "{screen:?}");
 }
