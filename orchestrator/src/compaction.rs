@@ -133,31 +133,36 @@ pub struct Fit {
 /// tokenizer, what the provider adds), the local counts are scaled up to it, so the cut follows the provider's
 /// measure.
 pub fn fit_history(history: Vec<Message>, fixed: u64, limit: u64, model: &str, counted: Option<u64>) -> Fit {
-    let whole = |kept: Vec<Message>| Fit { kept, dropped: 0, dropped_tokens: 0 };
-    let scale = match counted {
-        Some(counted) => {
-            let local = fixed + minibot_llm::count_tokens(&history, &[], model);
-            (counted as f64 / local.max(1) as f64).max(1.0)
-        }
-        None if fixed + measure(&history, model, limit.saturating_sub(fixed)) < limit => return whole(history),
-        None => 1.0,
-    };
-    let fits = |messages: &[Message]| {
-        ((fixed + minibot_llm::count_tokens(messages, &[], model)) as f64 * scale) < limit as f64
-    };
-    if counted.is_some() && fits(&history) {
-        return whole(history);
+    // Exact unless clearly under the limit (then it fits whatever the scale, which is only known with a count).
+    let whole = fixed
+        + match counted {
+            Some(_) => minibot_llm::count_tokens(&history, &[], model),
+            None => measure(&history, model, limit.saturating_sub(fixed)),
+        };
+    let scale = counted.map_or(1.0, |counted| (counted as f64 / whole.max(1) as f64).max(1.0));
+    let fits = |tokens: u64| (tokens as f64 * scale) < limit as f64;
+    if fits(whole) {
+        return Fit { kept: history, dropped: 0, dropped_tokens: 0 };
     }
+    // Each turn left out takes its own tokens off the whole: one pass, not a count of every suffix. A run of
+    // messages counts its messages plus the reply's priming, which an empty run counts alone.
+    let priming = minibot_llm::count_tokens(&[], &[], model);
     let starts: Vec<usize> =
         history.iter().enumerate().filter(|(_, m)| matches!(m, Message::User(_))).map(|(i, _)| i).collect();
+    let mut rest = whole;
+    let mut from = 0;
     for start in starts.into_iter().skip(1) {
-        if fits(&history[start..]) {
-            let dropped_tokens = minibot_llm::count_tokens(&history[..start], &[], model);
-            return Fit { kept: history.into_iter().skip(start).collect(), dropped: start, dropped_tokens };
+        rest = rest.saturating_sub(minibot_llm::count_tokens(&history[from..start], &[], model) - priming);
+        from = start;
+        if fits(rest) {
+            return Fit {
+                kept: history.into_iter().skip(start).collect(),
+                dropped: start,
+                dropped_tokens: whole - rest,
+            };
         }
     }
-    let dropped_tokens = minibot_llm::count_tokens(&history, &[], model);
-    Fit { dropped: history.len(), kept: Vec::new(), dropped_tokens }
+    Fit { dropped: history.len(), kept: Vec::new(), dropped_tokens: whole - fixed }
 }
 
 /// What the chat reads when a turn's own work was compacted inside the turn, per

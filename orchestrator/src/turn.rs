@@ -211,11 +211,19 @@ pub async fn run_turn(
     }
     match result {
         Ok(outcome) => {
-            let (system, answer) =
-                ([Message::System(system_prompt.clone())], [Message::assistant_text(outcome.answer.clone())]);
-            // What the next request will carry: this turn's history plus what the turn added.
-            let next: [&[Message]; 4] = [&system, &history, &outcome.messages, &answer];
             let model_name = &model.settings.model;
+            // What the next request will carry (this turn's history plus what the turn added), measured here only
+            // when the provider's count is missing or covers part of the history: roughly, or exactly.
+            let next_tokens = |tool_size: &mut compaction::ToolSize, exact: bool| {
+                let (system, answer) =
+                    ([Message::System(system_prompt.clone())], [Message::assistant_text(outcome.answer.clone())]);
+                let next: [&[Message]; 4] = [&system, &history, &outcome.messages, &answer];
+                if exact {
+                    compaction::count_total(&next, model_name) + tool_size.tokens(model_name)
+                } else {
+                    compaction::rough_total(&next) + tool_size.rough
+                }
+            };
             // The provider's count of the whole history and this turn, which the next turn starts from. When this
             // request left older turns out, they are added, counted locally and scaled as the provider's count of
             // what was sent compares with the local count of it.
@@ -223,7 +231,7 @@ pub async fn run_turn(
                 if dropped == 0 {
                     return sent;
                 }
-                let local_sent = compaction::count_total(&next, model_name) + tool_size.tokens(model_name);
+                let local_sent = next_tokens(&mut tool_size, true);
                 let scale = (sent as f64 / local_sent.max(1) as f64).max(1.0);
                 sent + (dropped_tokens as f64 * scale).ceil() as u64
             });
@@ -244,10 +252,12 @@ pub async fn run_turn(
             }
             let compaction = limits.filter(|_| stored.is_ok()).and_then(|limits| {
                 // The provider's count when it gave one; a tokenizer only when a cheap bound may reach the budget.
-                let tokens = match (whole_count, compaction::rough_total(&next) + tool_size.rough) {
-                    (Some(counted), _) => counted,
-                    (None, rough) if rough < limits.threshold => rough,
-                    (None, _) => compaction::count_total(&next, model_name) + tool_size.tokens(model_name),
+                let tokens = match whole_count {
+                    Some(counted) => counted,
+                    None => match next_tokens(&mut tool_size, false) {
+                        rough if rough < limits.threshold => rough,
+                        _ => next_tokens(&mut tool_size, true),
+                    },
                 };
                 (tokens >= limits.threshold).then(|| compaction::Job {
                     session: session.clone(),

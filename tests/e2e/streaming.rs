@@ -508,20 +508,7 @@ async fn an_answer_whose_draft_is_gone_arrives_as_a_new_message() {
 
 /// A streamed answer the model stopped at its answer-token limit.
 fn cut_stream(text: &str) -> Reply {
-    let chunk = |choices: Value, usage: Value| serde_json::json!({ "id": "c", "object": "chat.completion.chunk", "model": "m", "choices": choices, "usage": usage });
-    let events = [
-        chunk(
-            serde_json::json!([{ "index": 0, "delta": { "role": "assistant", "content": text }, "finish_reason": null }]),
-            Value::Null,
-        ),
-        chunk(serde_json::json!([{ "index": 0, "delta": {}, "finish_reason": "length" }]), Value::Null),
-        chunk(
-            serde_json::json!([]),
-            serde_json::json!({ "prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15 }),
-        ),
-    ];
-    let body: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
-    Reply::Raw(body + "data: [DONE]\n\n")
+    minibot_test_support::scripted_llm::streamed_answer(text, "length", 10)
 }
 
 #[tokio::test]

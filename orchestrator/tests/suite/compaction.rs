@@ -5,7 +5,7 @@
 use super::harness::Harness;
 use minibot_agent::compaction::COMPACT_REQUEST;
 use minibot_orchestrator::compaction::{DONE_NOTICE, ERROR_NOTICE, RUNNING_NOTICE};
-use minibot_test_support::scripted_llm::estimated_tokens;
+use minibot_test_support::scripted_llm::{estimated_tokens, streamed_answer};
 use minibot_test_support::{Reply, Script, ScriptedLlm};
 use serde_json::{Value, json};
 
@@ -142,20 +142,7 @@ async fn a_failing_summary_still_answers_every_turn_within_the_limit_and_says_so
 /// A streamed answer whose usage says the request was `prompt_tokens` long, as a provider with its own
 /// tokenizer may count.
 fn answer_counted_as(text: &str, prompt_tokens: u64) -> Reply {
-    let chunk = |choices: Value, usage: Value| json!({ "id": "c", "object": "chat.completion.chunk", "model": "m", "choices": choices, "usage": usage });
-    let events = [
-        chunk(
-            json!([{ "index": 0, "delta": { "role": "assistant", "content": text }, "finish_reason": null }]),
-            Value::Null,
-        ),
-        chunk(json!([{ "index": 0, "delta": {}, "finish_reason": "stop" }]), Value::Null),
-        chunk(
-            json!([]),
-            json!({ "prompt_tokens": prompt_tokens, "completion_tokens": 5, "total_tokens": prompt_tokens + 5 }),
-        ),
-    ];
-    let body: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
-    Reply::Raw(body + "data: [DONE]\n\n")
+    streamed_answer(text, "stop", prompt_tokens)
 }
 
 #[actix::test]

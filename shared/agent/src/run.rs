@@ -104,9 +104,7 @@ impl AgentRun<'_> {
         };
         let context_tokens = state.context_tokens(&messages, &answer, stop_reason);
         state.messages = messages.split_off(turn_start.min(messages.len()));
-        let mut outcome = state.finish(answer, stop_reason, started);
-        outcome.context_tokens = context_tokens;
-        Ok(outcome)
+        Ok(state.finish(answer, stop_reason, started, context_tokens))
     }
 
     async fn steps(
@@ -199,19 +197,6 @@ impl AgentRun<'_> {
                     messages.push(Message::User(CONTINUE_CUT_ANSWER.into()));
                     continue;
                 }
-                let mut text = if state.answer_so_far.is_empty() {
-                    text
-                } else {
-                    std::mem::take(&mut state.answer_so_far) + &text
-                };
-                if cut {
-                    // Still cut after the last continuation: the user should know the end is missing. Shown
-                    // where the text streamed too, so the channel sees the answer it streamed.
-                    text.push_str(STILL_CUT_NOTE);
-                    if self.stream {
-                        (self.on_event)(AgentEvent::AnswerText { step: state.steps, text: STILL_CUT_NOTE.into() });
-                    }
-                }
                 if text.contains("<tool_call>") && state.text_tool_nudges < MAX_TEXT_TOOL_CALL_NUDGES {
                     state.text_tool_nudges += 1;
                     messages.push(Message::assistant_text(text));
@@ -224,10 +209,20 @@ impl AgentRun<'_> {
                     messages.push(Message::assistant_text(text));
                     continue;
                 }
-                if text.trim().is_empty() {
+                // The parts of a continued answer, then this one: the answer the channels streamed.
+                let mut answer = std::mem::take(&mut state.answer_so_far) + &text;
+                if answer.trim().is_empty() {
                     return Ok((EMPTY_ANSWER_REPLY.into(), StopReason::Completed));
                 }
-                return Ok((text, StopReason::Completed));
+                if cut {
+                    // Still cut after the last continuation: the user should know the end is missing. Shown
+                    // where the text streamed too, so the channel sees the answer it streamed.
+                    answer.push_str(STILL_CUT_NOTE);
+                    if self.stream {
+                        (self.on_event)(AgentEvent::AnswerText { step: state.steps, text: STILL_CUT_NOTE.into() });
+                    }
+                }
+                return Ok((answer, StopReason::Completed));
             }
 
             messages.push(Message::Assistant {
@@ -470,7 +465,13 @@ impl LoopState {
         Some(tokens + after + reply)
     }
 
-    fn finish(&mut self, answer: String, stop_reason: StopReason, started: Instant) -> AgentOutcome {
+    fn finish(
+        &mut self,
+        answer: String,
+        stop_reason: StopReason,
+        started: Instant,
+        context_tokens: Option<u64>,
+    ) -> AgentOutcome {
         AgentOutcome {
             answer,
             stop_reason,
@@ -484,7 +485,7 @@ impl LoopState {
             attachments: self.directives.take_attachments(),
             messages: std::mem::take(&mut self.messages),
             elapsed: started.elapsed(),
-            context_tokens: None,
+            context_tokens,
         }
     }
 }

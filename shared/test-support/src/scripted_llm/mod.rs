@@ -411,19 +411,27 @@ async fn handle(state: Arc<Mutex<State>>, req: Request<Incoming>) -> Result<Resp
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;
     }
+    // Sized like the request and what the answer writes, as a real API counts.
+    let usage_of = |written: usize| usage(body.len(), written);
     if request["stream"] == true {
         return Ok(match reply {
-            Reply::Text(text) => respond_sse(&chat_stream(Some(&text), &[], messages.len(), body.len())),
-            Reply::ToolCalls(calls) => respond_sse(&chat_stream(None, &calls, messages.len(), body.len())),
+            Reply::Text(text) => {
+                respond_sse(&chat_stream(Some(&text), &[], messages.len(), "stop", usage_of(text.len())))
+            }
+            Reply::ToolCalls(calls) => {
+                respond_sse(&chat_stream(None, &calls, messages.len(), "tool_calls", usage_of(call_bytes(&calls))))
+            }
             Reply::Status(status, body) => respond(status, body),
             Reply::Raw(body) => respond_sse(&body),
         });
     }
     Ok(match reply {
         Reply::Text(text) => {
-            respond(200, completion(json!({ "role": "assistant", "content": text }), "stop", body.len()))
+            let usage = usage_of(text.len());
+            respond(200, completion(json!({ "role": "assistant", "content": text }), "stop", usage))
         }
         Reply::ToolCalls(calls) => {
+            let usage = usage_of(call_bytes(&calls));
             let calls: Vec<Value> = calls
                 .iter()
                 .enumerate()
@@ -433,7 +441,7 @@ async fn handle(state: Arc<Mutex<State>>, req: Request<Incoming>) -> Result<Resp
                 })
                 .collect();
             let message = json!({ "role": "assistant", "content": null, "tool_calls": calls });
-            respond(200, completion(message, "tool_calls", body.len()))
+            respond(200, completion(message, "tool_calls", usage))
         }
         Reply::Status(status, body) => respond(status, body),
         Reply::Raw(body) => respond(200, body),
@@ -450,7 +458,7 @@ pub(crate) fn pieces(text: &str, n: usize) -> Vec<String> {
 /// A Chat Completions stream: the text in three pieces, or each tool call's id and name first and its arguments
 /// in two parts, then the finish reason, the usage chunk and `[DONE]`, as OpenAI sends them with
 /// `stream_options.include_usage`.
-fn chat_stream(text: Option<&str>, calls: &[(String, String)], turn: usize, request_bytes: usize) -> String {
+fn chat_stream(text: Option<&str>, calls: &[(String, String)], turn: usize, finish: &str, usage: Value) -> String {
     let chunk = |delta: Value, finish: Value| {
         json!({ "id": "chatcmpl-test", "object": "chat.completion.chunk", "model": "scripted",
                 "choices": [{ "index": 0, "delta": delta, "finish_reason": finish }] })
@@ -468,11 +476,8 @@ fn chat_stream(text: Option<&str>, calls: &[(String, String)], turn: usize, requ
                 .push(chunk(json!({ "tool_calls": [{ "index": i, "function": { "arguments": part } }] }), Value::Null));
         }
     }
-    let finish = if calls.is_empty() { "stop" } else { "tool_calls" };
     events.push(chunk(json!({}), json!(finish)));
-    let written = text.map_or(0, str::len) + calls.iter().map(|(name, args)| name.len() + args.len()).sum::<usize>();
-    events.push(json!({ "id": "chatcmpl-test", "object": "chat.completion.chunk", "choices": [],
-                        "usage": usage(request_bytes, written) }));
+    events.push(json!({ "id": "chatcmpl-test", "object": "chat.completion.chunk", "choices": [], "usage": usage }));
     let mut body: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
     body.push_str("data: [DONE]\n\n");
     body
@@ -538,26 +543,34 @@ pub(crate) fn choose_for(state: &mut State, user_text: &str, step: usize) -> (Re
     (reply, delay)
 }
 
-fn completion(message: Value, finish_reason: &str, request_bytes: usize) -> String {
-    let written = message["content"].as_str().map_or(0, str::len)
-        + message["tool_calls"].as_array().map_or(0, |calls| {
-            let text = |call: &Value, field: &str| call["function"][field].as_str().map_or(0, str::len);
-            calls.iter().map(|call| text(call, "name") + text(call, "arguments")).sum()
-        });
+fn completion(message: Value, finish_reason: &str, usage: Value) -> String {
     json!({
         "id": "chatcmpl-test",
         "object": "chat.completion",
         "model": "scripted",
         "choices": [{ "index": 0, "message": message, "finish_reason": finish_reason }],
-        "usage": usage(request_bytes, written)
+        "usage": usage
     })
     .to_string()
+}
+
+/// The bytes a reply of tool calls writes: their names and arguments.
+fn call_bytes(calls: &[(String, String)]) -> usize {
+    calls.iter().map(|(name, args)| name.len() + args.len()).sum()
+}
+
+/// A streamed Chat Completions answer with the given finish reason and usage: an answer cut at the token limit
+/// (`"length"`), or one counted as the provider pleases (another vendor's tokenizer, a server that counts only
+/// what it had not cached). Served whatever the request asked for, as a script's reply.
+pub fn streamed_answer(text: &str, finish_reason: &str, prompt_tokens: u64) -> Reply {
+    let usage = json!({ "prompt_tokens": prompt_tokens, "completion_tokens": 5, "total_tokens": prompt_tokens + 5 });
+    Reply::Raw(chat_stream(Some(text), &[], 0, finish_reason, usage))
 }
 
 /// Chat Completions usage as a real API reports it, sized like the request and the answer (about four bytes a
 /// token, OpenAI's rule of thumb): the product measures a chat's context from it, so a fixed number would hide
 /// a growing history.
-pub fn usage(request_bytes: usize, answer_bytes: usize) -> Value {
+fn usage(request_bytes: usize, answer_bytes: usize) -> Value {
     let (prompt, completion) = estimated_tokens(request_bytes, answer_bytes);
     json!({ "prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion })
 }
