@@ -259,9 +259,11 @@ async fn soak_run(
     let last = samples_kib.last().copied().unwrap_or(0);
     let (largest, requests) = llm.largest_request();
     println!(
-        "soak: largest model request {largest} bytes of messages and tools (about {} tokens at 4 bytes a token) \
-         in {requests} requests; compaction budget {SOAK_BUDGET_TOKENS} tokens",
-        largest / 4
+        "soak: largest model request {largest} bytes of JSON body ({} tokens as the fake counts, 4 bytes a token) \
+         in {requests} requests; compaction budget {SOAK_BUDGET_TOKENS} tokens, the most a request may carry {} \
+         (a quarter above, for a model the table does not know)",
+        largest.div_ceil(4),
+        SOAK_BUDGET_TOKENS + SOAK_BUDGET_TOKENS / 4
     );
     println!(
         "soak: RSS growth from the first sample ({per_sample} messages) to the last ({messages}): {:+.1} MiB \

@@ -30,7 +30,7 @@ pub(crate) async fn serve(state: &Arc<Mutex<State>>, call: ApiCall) -> Response<
     let header = |name: &str| call.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
     let key = header("x-api-key");
     let request: Value = serde_json::from_slice(&call.body).unwrap_or(Value::Null);
-    record(state, &request, key.clone());
+    record(state, &request, call.body.len(), key.clone());
     if call.path != "/v1/messages" {
         return error(404, "not_found_error", &format!("Not found: {}", call.path));
     }

@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex};
 pub(crate) async fn serve(state: &Arc<Mutex<State>>, call: ApiCall) -> Response<Full<Bytes>> {
     let key = call.headers.get("x-goog-api-key").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
     let request: Value = serde_json::from_slice(&call.body).unwrap_or(Value::Null);
-    record(state, &request, key.clone());
+    record(state, &request, call.body.len(), key.clone());
     if call.query.split('&').any(|pair| pair.starts_with("key=")) {
         return invalid("the API key was sent in the URL (?key=); send it in the x-goog-api-key header");
     }

@@ -90,7 +90,7 @@ pub(crate) struct State {
     requests: Vec<Value>,
     /// Keep request bodies in `requests` (off for long benchmarks: only sizes are kept).
     forget_bodies: bool,
-    /// The largest request body seen, in bytes of its `messages` and `tools`, and how many requests came.
+    /// The largest request body seen, in bytes, and how many requests came.
     largest_request: usize,
     request_count: usize,
     arrivals: Vec<std::time::Instant>,
@@ -112,32 +112,14 @@ pub(crate) struct State {
 }
 
 impl State {
-    fn keep(&mut self, request: &Value) {
-        let size = request.get("messages").map_or(0, json_len) + request.get("tools").map_or(0, json_len);
-        self.largest_request = self.largest_request.max(size);
+    /// Records a request whose body was `body_bytes` long.
+    fn keep(&mut self, request: &Value, body_bytes: usize) {
+        self.largest_request = self.largest_request.max(body_bytes);
         self.request_count += 1;
         if !self.forget_bodies {
             self.requests.push(request.clone());
         }
     }
-}
-
-/// The length of `value` as compact JSON, counted without writing it out: the fake's bookkeeping should not
-/// weigh on the turns the benchmarks time.
-fn json_len(value: &Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
 }
 
 /// The scripted server. Dropping it stops it.
@@ -185,7 +167,8 @@ impl ScriptedLlm {
         lock(&self.state).forget_bodies = true;
     }
 
-    /// The largest request seen (the JSON of its messages and tools, in bytes) and how many requests came.
+    /// The largest request seen (its JSON body, in bytes: what the fake's usage counts at four bytes a token) and
+    /// how many requests came.
     pub fn largest_request(&self) -> (usize, usize) {
         let state = lock(&self.state);
         (state.largest_request, state.request_count)
@@ -285,9 +268,9 @@ fn last_user_index(messages: &[Value]) -> Option<usize> {
 }
 
 /// Records one request of any API.
-pub(crate) fn record(state: &Arc<Mutex<State>>, request: &Value, authorization: String) {
+pub(crate) fn record(state: &Arc<Mutex<State>>, request: &Value, body_bytes: usize, authorization: String) {
     let mut state = lock(state);
-    state.keep(request);
+    state.keep(request, body_bytes);
     state.arrivals.push(std::time::Instant::now());
     state.authorizations.push(authorization);
 }
@@ -403,7 +386,7 @@ async fn handle(state: Arc<Mutex<State>>, req: Request<Incoming>) -> Result<Resp
             Ok(state) => state,
             Err(poisoned) => poisoned.into_inner(),
         };
-        state.keep(&request);
+        state.keep(&request, body.len());
         state.arrivals.push(std::time::Instant::now());
         state.authorizations.push(authorization);
         choose(&mut state, messages)

@@ -34,7 +34,7 @@ impl ScriptedLlm {
 pub(crate) async fn serve(state: &Arc<Mutex<State>>, call: ApiCall) -> Response<Full<Bytes>> {
     let authorization = call.headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
     let request: Value = serde_json::from_slice(&call.body).unwrap_or(Value::Null);
-    record(state, &request, authorization.clone());
+    record(state, &request, call.body.len(), authorization.clone());
     if !call.path.ends_with("/responses") {
         return error(404, &format!("Invalid URL (POST {})", call.path), "invalid_request_error", None);
     }
