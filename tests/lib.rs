@@ -7,6 +7,7 @@ use std::process::{Command, Output, Stdio};
 
 pub use minibot_test_support::{Reply, Script, ScriptedLlm, binary};
 
+pub mod procfs;
 mod terminal;
 pub use terminal::{Terminal, capture_screen, in_a_terminal};
 

@@ -9,6 +9,7 @@ use crate::mcp_supervisor;
 use crate::messages::Intake;
 use crate::router::{self, Router};
 use crate::runtime::Runtime;
+use crate::scheduler::{Scheduler, StopScheduler};
 use crate::tasks::coordinator::TaskCoordinator;
 use crate::tasks::local_workers::{LocalWorkers, WorkerCommand, WorkerStart};
 use actix::prelude::*;
@@ -50,7 +51,10 @@ pub async fn run(config: Config, command: Option<Command>) -> anyhow::Result<i32
         daemon::check_channels(&config)?;
         let worker = worker_command(&config);
         let booted = start(config, worker, WorkerStart::OnDemand).await?;
+        // Turns it fires before Telegram is up wait in the router.
+        let scheduler = start_scheduler(&booted, &[crate::channels::telegram::CHANNEL]);
         let code = daemon::run(&booted.runtime, &booted.intake).await;
+        stop_scheduler(scheduler).await;
         booted.runtime.close().await;
         return code;
     };
@@ -59,9 +63,24 @@ pub async fn run(config: Config, command: Option<Command>) -> anyhow::Result<i32
     // assistant is one process.
     let worker = worker_command(&config);
     let booted = start(config, worker, WorkerStart::OnDemand).await?;
+    // A one-shot console run answers its message and exits: it fires nothing, so a job cannot fire into a
+    // process that is about to end. The interactive console fires the console chat's jobs.
+    let scheduler = if args.once.is_none() { start_scheduler(&booted, &[console::CHANNEL]) } else { None };
     let code = run_console(&booted, &args, task_timeout).await;
+    stop_scheduler(scheduler).await;
     booted.runtime.close().await;
     code
+}
+
+fn start_scheduler(booted: &Booted, channels: &[&str]) -> Option<Addr<Scheduler>> {
+    let channels = channels.iter().map(|c| c.to_string()).collect();
+    Scheduler::new(&booted.runtime, booted.router.clone(), channels).map(Actor::start)
+}
+
+async fn stop_scheduler(scheduler: Option<Addr<Scheduler>>) {
+    if let Some(scheduler) = scheduler {
+        let _ = scheduler.send(StopScheduler).await;
+    }
 }
 
 async fn run_console(booted: &Booted, args: &ConsoleArgs, task_timeout: Duration) -> anyhow::Result<i32> {

@@ -25,6 +25,7 @@ pub mod ownership;
 pub mod render;
 pub mod router;
 pub mod runtime;
+pub mod scheduler;
 pub mod setup;
 pub mod tasks;
 pub mod terminal_text;

@@ -52,6 +52,8 @@ pub struct Runtime {
     pub verbose_errors: bool,
     /// Background tasks, when `[tasks]` is enabled.
     pub tasks: Option<Arc<TaskHub>>,
+    /// Scheduled prompts, when `[scheduler.prompts]` is on (MiniBot's default).
+    pub scheduler: Option<SchedulerParts>,
     /// What `get_settings` reports as running: each turn's tools are recorded here.
     running: Arc<minibot_tools::runtime::Running>,
     prompts: PromptLibrary,
@@ -95,8 +97,18 @@ impl Runtime {
         let store =
             Store::open(&memory_path, config.memory.max_history_messages).await?.with_redactor(config.redactor());
 
-        let services = ToolServices::new(config.clone(), Some(store.clone()))
+        let mut services = ToolServices::new(config.clone(), Some(store.clone()))
             .with_context(|| format!("tools.file_storage.root_dir = {}", config.tools.file_storage.root_dir))?;
+        let scheduler = open_scheduler(&config).await?;
+        if let Some(parts) = &scheduler {
+            let section = &config.scheduler.prompts;
+            services = services.with_scheduler(minibot_tools::scheduler::SchedulerService {
+                store: parts.store.clone(),
+                wake: parts.wake.clone(),
+                min_interval_seconds: section.min_recurrence_interval_seconds.max(1),
+                max_attempts: section.max_attempts.max(1),
+            });
+        }
         minibot_tools::files::check_root(&config, services.files.as_deref())?;
         minibot_tools::exec::sandbox::check(&config, services.files.as_deref()).await?;
         let main = &config.orchestration.main_agent;
@@ -157,6 +169,7 @@ impl Runtime {
             approval_timeout: Duration::from_secs(config.tools.approval.timeout_seconds.max(1)),
             verbose_errors: level == "debug" || level == "trace",
             tasks,
+            scheduler,
             running: services.running.clone(),
             prompts,
             base_prompt,
@@ -266,6 +279,9 @@ impl Runtime {
             if let Some(hub) = &self.tasks {
                 hub.close().await;
             }
+            if let Some(scheduler) = &self.scheduler {
+                scheduler.store.close().await;
+            }
             self.store.close().await;
         };
         if tokio::time::timeout(Duration::from_secs(3), close).await.is_err() {
@@ -277,6 +293,33 @@ impl Runtime {
     pub fn take_handoffs(&self, turn_id: &str) -> Vec<String> {
         self.tasks.as_ref().map(|hub| hub.take_handoffs(turn_id)).unwrap_or_default()
     }
+}
+
+/// The scheduler's part of the runtime: the store the tools write and the wake-up they ring. The actor that
+/// fires jobs ([`crate::scheduler`]) reads them from here.
+#[derive(Clone)]
+pub struct SchedulerParts {
+    pub store: minibot_scheduler::SchedulerStore,
+    pub wake: minibot_scheduler::Wake,
+}
+
+/// Opens the scheduled prompts database when `[scheduler.prompts]` is on (it is unless `enabled = false`).
+async fn open_scheduler(config: &Config) -> anyhow::Result<Option<SchedulerParts>> {
+    let section = &config.scheduler.prompts;
+    if section.enabled == Some(false) {
+        return Ok(None);
+    }
+    let path = minibot_config::sqlite_path_from_url(&section.sqlite_url)
+        .map(|p| config.resolve_path(&p))
+        .context("scheduler.prompts.sqlite_url is not a SQLite URL")?;
+    let settings = minibot_scheduler::StoreSettings {
+        batch_size: section.batch_size.max(1),
+        lease: Duration::from_secs(section.lease_timeout_seconds.max(1)),
+    };
+    let store = minibot_scheduler::SchedulerStore::open(&path, section.pool_size.max(1), settings)
+        .await
+        .with_context(|| format!("scheduler.prompts.sqlite_url = {}", section.sqlite_url))?;
+    Ok(Some(SchedulerParts { store, wake: minibot_scheduler::Wake::default() }))
 }
 
 impl Runtime {

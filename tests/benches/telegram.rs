@@ -10,6 +10,7 @@
 //!
 //! Run: `cargo build --release --workspace --bins && cargo bench -p minibot-e2e --bench telegram [-- burst|soak|soak1000|idle]`.
 
+use minibot_e2e::procfs::{clock_ticks_per_second, cpu_ticks, proc_status_kib, stat_fields};
 use minibot_e2e::{Home, ScriptedLlm, binary};
 use minibot_test_support::FakeTelegram;
 use minibot_test_support::fake_telegram::Call;
@@ -596,13 +597,6 @@ fn mib(kib: u64) -> f64 {
     kib as f64 / KIB_PER_MIB
 }
 
-/// A `kB` field of /proc/<pid>/status (`VmRSS`, `VmHWM`).
-fn proc_status_kib(pid: u32, field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|line| line.strip_prefix(field).is_some_and(|rest| rest.starts_with(':')))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
 /// RssAnon / RssFile / RssShmem of `pid`, in MiB: whether growth is heap or mapped files.
 fn rss_breakdown(pid: u32) -> String {
     let part = |field| mib(proc_status_kib(pid, field).unwrap_or(0));
@@ -620,21 +614,6 @@ fn folder_kib(dir: &std::path::Path) -> u64 {
             Err(_) => 0,
         })
         .sum()
-}
-
-/// The fields of /proc/<pid>/stat after the command name (which may hold spaces): field n of proc(5) is index n - 3.
-fn stat_fields(pid: u32) -> Option<Vec<String>> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (_, rest) = stat.rsplit_once(')')?;
-    Some(rest.split_whitespace().map(str::to_string).collect())
-}
-
-/// utime + stime of `pid`, in clock ticks.
-fn cpu_ticks(pid: u32) -> Option<u64> {
-    let fields = stat_fields(pid)?;
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    Some(utime + stime)
 }
 
 /// Every process below `pid` (children, their children…), from one pass over /proc.
@@ -664,13 +643,4 @@ fn is_minibot(pid: u32) -> bool {
     std::fs::read(format!("/proc/{pid}/cmdline"))
         .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains("minibot"))
         && stat_fields(pid).is_some_and(|f| f.first().is_some_and(|state| state != "Z"))
-}
-
-fn clock_ticks_per_second() -> f64 {
-    Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|out| String::from_utf8_lossy(&out.stdout).trim().parse().ok())
-        .unwrap_or(100.0)
 }

@@ -191,7 +191,7 @@ async fn file_tools_cannot_change_the_config_or_the_vault_without_approval() {
     assert_eq!(last_tool_result(requests.last().unwrap())["ok"], true);
 }
 
-fn last_tool_result(request: &Value) -> Value {
+pub(crate) fn last_tool_result(request: &Value) -> Value {
     let message = request["messages"].as_array().unwrap().iter().rev().find(|m| m["role"] == "tool").unwrap();
     serde_json::from_str(message["content"].as_str().unwrap()).unwrap()
 }

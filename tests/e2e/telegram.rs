@@ -16,14 +16,14 @@ use std::time::{Duration, Instant};
 const WAIT: Duration = Duration::from_secs(60);
 
 /// A running `minibot` daemon; killed when dropped.
-struct Daemon {
+pub(crate) struct Daemon {
     child: Child,
     log: Arc<Mutex<String>>,
 }
 
 impl Daemon {
     /// `minibot --verbose --config <home>`: logs on stderr.
-    fn start(home: &Home) -> Self {
+    pub(crate) fn start(home: &Home) -> Self {
         Self::spawn(home, &["--verbose"])
     }
 
@@ -52,25 +52,25 @@ impl Daemon {
     }
 
     /// The last lines of the log, for a failure message.
-    fn log_tail(&self) -> String {
+    pub(crate) fn log_tail(&self) -> String {
         let log = self.log();
         let lines: Vec<&str> = log.lines().collect();
         lines[lines.len().saturating_sub(120)..].join("\n")
     }
 
-    fn signal(&self, signal: &str) {
+    pub(crate) fn signal(&self, signal: &str) {
         let status = std::process::Command::new("kill").arg(signal).arg(self.child.id().to_string()).status().unwrap();
         assert!(status.success(), "kill {signal} failed");
     }
 
     /// SIGKILL, as a crash would, and reap the process.
-    fn kill_hard(&mut self) {
+    pub(crate) fn kill_hard(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 
     /// Waits for the daemon to exit by itself.
-    async fn exit_status(&mut self, within: Duration) -> ExitStatus {
+    pub(crate) async fn exit_status(&mut self, within: Duration) -> ExitStatus {
         let deadline = Instant::now() + within;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -83,7 +83,7 @@ impl Daemon {
 
     /// Waits until `cond` holds; fails with the daemon's log and the Bot API calls when it does not in time or the
     /// daemon exits first.
-    async fn until(&mut self, fake: &FakeTelegram, what: &str, cond: impl Fn() -> bool) {
+    pub(crate) async fn until(&mut self, fake: &FakeTelegram, what: &str, cond: impl Fn() -> bool) {
         let deadline = Instant::now() + WAIT;
         loop {
             if cond() {
@@ -113,7 +113,7 @@ impl Drop for Daemon {
 }
 
 /// A home whose config runs the bot against `fake`: `telegram` goes into `[channels.telegram]`, `rest` after it.
-fn home(llm: &ScriptedLlm, fake: &FakeTelegram, telegram: &str, rest: &str) -> Home {
+pub(crate) fn home(llm: &ScriptedLlm, fake: &FakeTelegram, telegram: &str, rest: &str) -> Home {
     let section = format!(
         "[channels.telegram]\nbot_token = \"{}\"\napi_base_url = \"{}\"\npoll_timeout_seconds = 1\n{telegram}\n{rest}",
         FakeTelegram::TOKEN,
@@ -122,7 +122,7 @@ fn home(llm: &ScriptedLlm, fake: &FakeTelegram, telegram: &str, rest: &str) -> H
     Home::new(&llm.base_url(), &section)
 }
 
-const OPEN: &str = "require_authorized = false\n";
+pub(crate) const OPEN: &str = "require_authorized = false\n";
 
 /// `[tools.file_storage]` rooted at `<home>/files`, with the folder created.
 fn file_storage(root: &Path) -> String {
@@ -131,7 +131,7 @@ fn file_storage(root: &Path) -> String {
 }
 
 /// The text as the user reads it: MarkdownV2 escapes removed.
-fn visible(call: &Call) -> String {
+pub(crate) fn visible(call: &Call) -> String {
     let text = call.text().unwrap_or_default();
     if call.parse_mode() != Some("MarkdownV2") {
         return text.to_string();

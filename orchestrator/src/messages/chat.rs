@@ -20,6 +20,9 @@ pub struct Inbound {
     /// The channel's id of the user's message, so the answer can reply to it (Telegram).
     #[serde(default)]
     pub message_id: Option<i64>,
+    /// Set when a scheduled prompt started this turn: the job's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduled_job: Option<String>,
     /// Its pending row is already written (with the update that carried it, [`super::AcceptUpdates`]), so the
     /// conversation does not write it again.
     #[serde(skip)]
@@ -44,13 +47,15 @@ impl Inbound {
             text: text.into(),
             source: None,
             message_id: None,
+            scheduled_job: None,
             recorded: false,
         }
     }
 
-    /// A message from a user can be steered into a running turn; a task result waits for its own turn.
+    /// A message from a user can be steered into a running turn; a task result or a scheduled prompt waits for
+    /// its own turn.
     pub fn is_steerable(&self) -> bool {
-        self.source.is_none()
+        self.source.is_none() && self.scheduled_job.is_none()
     }
 
     pub fn session_id(&self) -> String {

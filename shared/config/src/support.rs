@@ -116,10 +116,16 @@ pub const FEATURES: &[Feature] = &[
         },
     },
     Feature { what: "[tools.approval]", implemented: true, gate: Gate::Nothing },
+    // [tools.kv_memory]: enabled, sqlite_url, pool_size, default_limit, max_limit (crate minibot-kv-memory).
     Feature {
         what: "the key/value memory tools are",
-        implemented: false,
+        implemented: true,
         gate: Gate::Switch { section: "tools.kv_memory", default_on: false },
+    },
+    Feature {
+        what: "SQL statement logging of the key/value memory is",
+        implemented: false,
+        gate: Gate::Keys { section: "tools.kv_memory", keys: &["echo"] },
     },
     // [tools.http_client], [tools.time], [tools.wait], [tools.calculator], [tools.bash], [tools.tool_output_spill],
     // [tools.apply_patch], [tools.file_storage], [tools.grep], [tools.mcp] (with auth_secret).
@@ -151,10 +157,19 @@ pub const FEATURES: &[Feature] = &[
         gate: Gate::Switch { section: "tools.codemode", default_on: false },
     },
     Feature { what: "[tools.safety_classifier]", implemented: true, gate: Gate::Nothing },
+    // [scheduler.prompts]: enabled (on unless `false`), sqlite_url, poll_interval_seconds (how often jobs another
+    // process wrote are looked for; firing itself is timed to each job), lease_timeout_seconds (how long a fire may
+    // stay undelivered before another process delivers it), batch_size, max_attempts,
+    // min_recurrence_interval_seconds, pool_size.
     Feature {
         what: "scheduled prompts are",
-        implemented: false,
+        implemented: true,
         gate: Gate::Switch { section: "scheduler.prompts", default_on: true },
+    },
+    Feature {
+        what: "SQL statement logging is",
+        implemented: false,
+        gate: Gate::Keys { section: "scheduler.prompts", keys: &["echo"] },
     },
     // [logging] log_level, and this version's max_file_bytes and backup_count (log rotation). `structured` is
     // accepted: MiniBot ignores it too.
@@ -194,7 +209,14 @@ pub const FEATURES: &[Feature] = &[
         implemented: false,
         gate: Gate::Switch { section: "http", default_on: false },
     },
-    Feature { what: "the relation graph extension is", implemented: false, gate: Gate::Custom(graph_extension) },
+    // [extensions] modules naming minibot.extensions.tools.graph, with its config `sqlite_url` (other keys are
+    // refused in `validate`).
+    Feature { what: "the relation graph extension is", implemented: true, gate: Gate::Nothing },
+    Feature {
+        what: "SQL statement logging of the relation graph is",
+        implemented: false,
+        gate: Gate::Custom(graph_echo),
+    },
 ];
 
 /// One key of a file that asks for something this version does not have.
@@ -479,20 +501,19 @@ fn concurrency_without_local_workers(settings: &Settings<'_>) -> Vec<Hit> {
     }]
 }
 
-fn graph_extension(settings: &Settings<'_>) -> Vec<Hit> {
-    settings
-        .config
-        .extensions
-        .modules
-        .iter()
-        .enumerate()
-        .filter(|(_, module)| module.as_str() == "minibot.extensions.tools.graph")
-        .map(|(index, module)| Hit {
-            key: format!("extensions.modules[{index}]"),
-            setting: format!("[extensions] modules = [.., \"{module}\", ..]"),
-            remedy: "remove it from modules".into(),
-        })
-        .collect()
+/// `echo = true` in the graph extension's config, read only while the extension is on (as MiniBot does).
+fn graph_echo(settings: &Settings<'_>) -> Vec<Hit> {
+    let extensions = &settings.config.extensions;
+    let echo = extensions.config.get(crate::schema::GRAPH_EXTENSION).and_then(|c| c.get("echo"));
+    if !extensions.graph_enabled() || echo.and_then(Value::as_bool) != Some(true) {
+        return Vec::new();
+    }
+    let section = format!("extensions.config.\"{}\"", crate::schema::GRAPH_EXTENSION);
+    vec![Hit {
+        key: format!("{section}.echo"),
+        setting: format!("[{section}] echo = true"),
+        remedy: "set echo = false or remove it".into(),
+    }]
 }
 
 fn is_secret(key: &str) -> bool {

@@ -205,12 +205,85 @@ pub(crate) fn check(config: &Config, origin: &str) -> Result<()> {
     if config.memory.sqlite_url.is_empty() || crate::sqlite_path_from_url(&config.memory.sqlite_url).is_none() {
         return Err(invalid("memory.sqlite_url", "must be a SQLite URL such as sqlite:///./data/minibot.db".into()));
     }
+    check_scheduler(config, &invalid)?;
     for (index, module) in config.extensions.modules.iter().enumerate() {
         if !KNOWN_EXTENSION_MODULES.contains(&module.as_str()) {
             return Err(invalid(
                 &format!("extensions.modules[{index}]"),
                 format!("`{module}` is a Python extension module; minibot-rs cannot load Python code"),
             ));
+        }
+    }
+    check_graph_extension(config, &invalid)
+}
+
+/// `[scheduler.prompts]`, while it is on: a SQLite URL, and counts and durations of at least 1 (0 would make a
+/// scheduler that never fires, never retries or busy-loops) and at most a sane bound.
+fn check_scheduler(config: &Config, invalid: &dyn Fn(&str, String) -> ConfigError) -> Result<()> {
+    let section = &config.scheduler.prompts;
+    if section.enabled == Some(false) {
+        return Ok(());
+    }
+    if crate::sqlite_path_from_url(&section.sqlite_url).is_none() {
+        return Err(invalid(
+            "scheduler.prompts.sqlite_url",
+            "must be a SQLite URL such as sqlite:///./data/scheduled_prompts.db".into(),
+        ));
+    }
+    let counts = [
+        ("poll_interval_seconds", section.poll_interval_seconds),
+        ("lease_timeout_seconds", section.lease_timeout_seconds),
+        ("batch_size", u64::from(section.batch_size)),
+        ("max_attempts", u64::from(section.max_attempts)),
+        ("min_recurrence_interval_seconds", section.min_recurrence_interval_seconds),
+        ("pool_size", u64::from(section.pool_size)),
+    ];
+    for (key, value) in counts {
+        if value == 0 {
+            return Err(invalid(&format!("scheduler.prompts.{key}"), "must be 1 or more".into()));
+        }
+    }
+    // Upper bounds a typo could pass: a day between looks, a week of lease, ten years of interval.
+    let bounds = [
+        ("poll_interval_seconds", section.poll_interval_seconds, 86_400),
+        ("lease_timeout_seconds", section.lease_timeout_seconds, 604_800),
+        ("min_recurrence_interval_seconds", section.min_recurrence_interval_seconds, 315_360_000),
+    ];
+    for (key, value, most) in bounds {
+        if value > most {
+            return Err(invalid(&format!("scheduler.prompts.{key}"), format!("must be at most {most}")));
+        }
+    }
+    Ok(())
+}
+
+/// `[extensions.config."minibot.extensions.tools.graph"]`, read only while the extension is on (as in MiniBot):
+/// `sqlite_url` a SQLite URL, `echo` a boolean (`true` is refused as not built, in `support`), nothing else.
+fn check_graph_extension(config: &Config, invalid: &dyn Fn(&str, String) -> ConfigError) -> Result<()> {
+    use crate::schema::{GRAPH_EXTENSION, GRAPH_EXTENSION_KEYS};
+    let extensions = &config.extensions;
+    let Some(settings) = extensions.config.get(GRAPH_EXTENSION).filter(|_| extensions.graph_enabled()) else {
+        return Ok(());
+    };
+    let section = format!("extensions.config.\"{GRAPH_EXTENSION}\"");
+    let Some(table) = settings.as_table() else {
+        return Err(invalid(&section, "must be a table of settings (sqlite_url, echo)".into()));
+    };
+    for (key, value) in table {
+        let path = format!("{section}.{key}");
+        match key.as_str() {
+            "sqlite_url" => match value.as_str() {
+                Some(url) if !url.is_empty() && crate::sqlite_path_from_url(url).is_some() => {}
+                _ => return Err(invalid(&path, "must be a SQLite URL such as sqlite:///./data/graph.db".into())),
+            },
+            "echo" if value.as_bool().is_none() => return Err(invalid(&path, "must be true or false".into())),
+            "echo" => {}
+            _ => {
+                return Err(invalid(
+                    &path,
+                    format!("unknown key `{key}`; the relation graph reads {}", GRAPH_EXTENSION_KEYS.join(" and ")),
+                ));
+            }
         }
     }
     Ok(())

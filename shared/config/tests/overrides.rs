@@ -189,8 +189,13 @@ fn rules_across_keys_and_missing_features_name_the_variable() {
         message,
         "environment variable MINIBOT__TASKS__MAX_CONCURRENT_WORKERS (`tasks.max_concurrent_workers`): must be at least 1"
     );
-    let message = failure(dir.path(), &[("MINIBOT__SCHEDULER__PROMPTS__ENABLED", "true")]);
-    assert!(message.starts_with("environment variable MINIBOT__SCHEDULER__PROMPTS__ENABLED: "), "{message}");
+    let message = failure(dir.path(), &[("MINIBOT__TOOLS__RAG__ENABLED", "true")]);
+    assert!(message.starts_with("environment variable MINIBOT__TOOLS__RAG__ENABLED: "), "{message}");
+    let message = failure(dir.path(), &[("MINIBOT__SCHEDULER__PROMPTS__BATCH_SIZE", "0")]);
+    assert_eq!(
+        message,
+        "environment variable MINIBOT__SCHEDULER__PROMPTS__BATCH_SIZE (`scheduler.prompts.batch_size`): must be 1 or more"
+    );
 }
 
 #[test]

@@ -53,7 +53,7 @@ fn loads(text: &str) -> Config {
 #[test]
 fn minibot_example_is_refused_exactly_for_what_is_not_built() {
     let text = include_str!("fixtures/minibot-0.36-config.example.toml");
-    assert_eq!(refused(text), ["tools.skills.enabled", "scheduler.prompts.enabled"]);
+    assert_eq!(refused(text), ["tools.skills.enabled"]);
     let (file, result) = load(text);
     let printed = result.err().unwrap().to_string();
     let origin = file.path.display().to_string();
@@ -61,9 +61,7 @@ fn minibot_example_is_refused_exactly_for_what_is_not_built() {
         printed,
         format!(
             "{origin}: [tools.skills] enabled = true: skills (list_skills, activate_skill) are not supported by this \
-             version yet; set enabled = false or remove the section\n\
-             {origin}: [scheduler.prompts] enabled = true: scheduled prompts are not supported by this version yet; \
-             set enabled = false or remove the section"
+             version yet; set enabled = false or remove the section"
         )
     );
 }
@@ -71,8 +69,7 @@ fn minibot_example_is_refused_exactly_for_what_is_not_built() {
 #[test]
 fn minibot_example_loads_once_the_unbuilt_features_are_off() {
     let text = include_str!("fixtures/minibot-0.36-config.example.toml")
-        .replace("[tools.skills]\nenabled = true", "[tools.skills]\nenabled = false")
-        .replace("[scheduler.prompts]\nenabled = true", "[scheduler.prompts]\nenabled = false");
+        .replace("[tools.skills]\nenabled = true", "[tools.skills]\nenabled = false");
     let config = loads(&text);
     // MiniBot writes empty strings for unset paths; they mean "not set", not "the config folder".
     assert_eq!(config.tools.python_exec.python_path, None);
@@ -99,16 +96,10 @@ fn empty_config_and_the_shipped_configs_load() {
 /// (what turns it on, the key named, the same section disabled or at defaults)
 const SECTIONS: &[(&str, &str, &str)] = &[
     ("[http]\nenabled = true\n", "http.enabled", "[http]\nenabled = false\nport = 9000\nhost = \"0.0.0.0\"\n"),
-    ("[scheduler.prompts]\nenabled = true\n", "scheduler.prompts.enabled", "[scheduler.prompts]\nenabled = false\n"),
     (
-        "[scheduler.prompts]\npoll_interval_seconds = 30\n",
-        "scheduler.prompts.poll_interval_seconds",
-        "[scheduler.prompts]\nenabled = false\npoll_interval_seconds = 30\n",
-    ),
-    (
-        "[scheduler.prompts]\npoll_interval_seconds = 30\n",
-        "scheduler.prompts.poll_interval_seconds",
-        "[scheduler.prompts]\npoll_interval_seconds = 60\nbatch_size = 10\n",
+        "[scheduler.prompts]\necho = true\n",
+        "scheduler.prompts.echo",
+        "[scheduler.prompts]\nenabled = true\npoll_interval_seconds = 30\nbatch_size = 5\n",
     ),
     (
         "[decision]\nenabled = true\napi_key = \"k\"\n",
@@ -116,9 +107,9 @@ const SECTIONS: &[(&str, &str, &str)] = &[
         "[decision]\nenabled = false\napi_key = \"k\"\n",
     ),
     (
-        "[tools.kv_memory]\nenabled = true\n",
-        "tools.kv_memory.enabled",
-        "[tools.kv_memory]\nenabled = false\nmax_limit = 5\n",
+        "[tools.kv_memory]\necho = true\n",
+        "tools.kv_memory.echo",
+        "[tools.kv_memory]\nenabled = true\nmax_limit = 5\npool_size = 2\n",
     ),
     ("[tools.rag]\nenabled = true\n", "tools.rag.enabled", "[tools.rag]\nenabled = false\nsearch_limit = 9\n"),
     ("[tools.codemode]\nenabled = true\n", "tools.codemode.enabled", "[tools.codemode]\nenabled = false\n"),
@@ -203,8 +194,9 @@ const SECTIONS: &[(&str, &str, &str)] = &[
         "[tasks]\nmax_concurrent_workers = 1\n",
     ),
     (
-        "[extensions]\nmodules = [\"minibot.extensions.tools.graph\"]\n",
-        "extensions.modules[0]",
+        "[extensions]\nmodules = [\"minibot.extensions.tools.graph\"]\n\
+         [extensions.config.\"minibot.extensions.tools.graph\"]\necho = true\n",
+        "extensions.config.\"minibot.extensions.tools.graph\".echo",
         "[extensions]\nmodules = []\nconfig = { \"minibot.extensions.tools.graph\" = { echo = true } }\n",
     ),
 ];
@@ -223,16 +215,7 @@ fn every_finding_is_reported_at_once() {
         "[http]\nenabled = true\n[tools.kv_memory]\nenabled = true\n[tasks]\nworker_extensions = [\"kv_memory\"]\n\
          [logging]\nkv_separator = \":\"\nrecord_separator = \";\"\n",
     );
-    assert_eq!(
-        keys,
-        [
-            "tools.kv_memory.enabled",
-            "logging.kv_separator",
-            "logging.record_separator",
-            "tasks.worker_extensions",
-            "http.enabled"
-        ]
-    );
+    assert_eq!(keys, ["logging.kv_separator", "logging.record_separator", "tasks.worker_extensions", "http.enabled"]);
 }
 
 #[test]
@@ -353,4 +336,26 @@ fn providers_offered_to_tasks_are_only_those_this_build_can_call() {
     assert!(why.contains("`chatgpt_codex` API format") && why.contains("cannot call"), "{why}");
     assert!(config.llm_for(Some("codex"), None, None).is_err());
     assert!(config.provider_for_task("nowhere").is_err());
+}
+
+#[test]
+fn the_relation_graph_extension_loads_and_checks_its_keys() {
+    const ON: &str = "[extensions]\nmodules = [\"minibot.extensions.tools.graph\"]\n";
+    assert_eq!(loads(ON).extensions.graph_sqlite_url().as_deref(), Some("sqlite+aiosqlite:///./data/graph.db"));
+    let custom = loads(&format!(
+        "{ON}[extensions.config.\"minibot.extensions.tools.graph\"]\nsqlite_url = \"sqlite:///./g.db\"\necho = false\n"
+    ));
+    assert_eq!(custom.extensions.graph_sqlite_url().as_deref(), Some("sqlite:///./g.db"));
+    assert_eq!(loads("").extensions.graph_sqlite_url(), None);
+
+    let (_file, result) =
+        load(&format!("{ON}[extensions.config.\"minibot.extensions.tools.graph\"]\nsqlite_path = \"x\"\n"));
+    let text = result.expect_err("unknown key").to_string();
+    assert!(text.contains("extensions.config.\"minibot.extensions.tools.graph\".sqlite_path"), "{text}");
+    assert!(text.contains("unknown key `sqlite_path`"), "{text}");
+    let (_file, result) =
+        load(&format!("{ON}[extensions.config.\"minibot.extensions.tools.graph\"]\nsqlite_url = \"postgres://db\"\n"));
+    assert!(result.expect_err("not SQLite").to_string().contains("must be a SQLite URL"));
+    // Settings of a module that is off are not read, as in MiniBot.
+    loads("[extensions.config.\"minibot.extensions.tools.graph\"]\nanything = 1\n");
 }

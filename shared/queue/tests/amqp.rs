@@ -276,15 +276,23 @@ async fn garbage_on_the_queue_is_dead_lettered_and_the_worker_goes_on() {
     // Unsigned, so not ours: nothing is reported for the ids it names (a forger could fail real tasks so).
     let silent = tokio::time::timeout(Duration::from_millis(500), orchestrator.next_event()).await;
     assert!(silent.is_err(), "no event for unsigned garbage: {silent:?}");
-    let dead = channel
-        .queue_declare(
-            format!("{}.dead", settings.queue_name).as_str().into(),
-            lapin::options::QueueDeclareOptions { passive: true, ..Default::default() },
-            Default::default(),
-        )
-        .await
-        .unwrap();
-    assert_eq!(dead.message_count(), 2, "undecodable tasks are dead-lettered");
+    // Dead-lettering is routed by the broker after the reject, so the count may lag the claim.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let dead_count = loop {
+        let dead = channel
+            .queue_declare(
+                format!("{}.dead", settings.queue_name).as_str().into(),
+                lapin::options::QueueDeclareOptions { passive: true, ..Default::default() },
+                Default::default(),
+            )
+            .await
+            .unwrap();
+        if dead.message_count() >= 2 || tokio::time::Instant::now() > deadline {
+            break dead.message_count();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(dead_count, 2, "undecodable tasks are dead-lettered");
     raw.close(200, "bye".into()).await.unwrap();
     orchestrator.delete_topology().await.unwrap();
 }

@@ -52,6 +52,32 @@ pub async fn open_pool(path: &Path, max_connections: u32) -> Result<SqlitePool> 
         .map_err(|source| Error::Open { path: path.to_path_buf(), source })
 }
 
+/// How often [`migrate`] tries before it gives up.
+const MIGRATE_TRIES: u32 = 8;
+
+/// Applies `migrator` to `pool`. Two processes that open one new database at the same moment (two daemons, a
+/// daemon and its first worker) both find the migrations missing and both apply them; SQLite lets one commit and
+/// the other's transaction fails (its `_sqlx_migrations` row already exists, or its `ALTER TABLE` finds the
+/// column there). The loser tries again, finds the migrations applied, and goes on. An error that persists is
+/// returned after the last try (about 2 s in all).
+pub async fn migrate(
+    pool: &SqlitePool,
+    migrator: &sqlx::migrate::Migrator,
+) -> std::result::Result<(), sqlx::migrate::MigrateError> {
+    let mut tries = 1;
+    loop {
+        match migrator.run(pool).await {
+            Ok(()) => return Ok(()),
+            Err(error) if tries < MIGRATE_TRIES && !matches!(error, sqlx::migrate::MigrateError::VersionMissing(_)) => {
+                tracing::debug!(error = %error, tries, "migration failed; another process may be applying it");
+                tokio::time::sleep(Duration::from_millis(50 * u64::from(tries))).await;
+                tries += 1;
+            }
+            Err(error) => return Err(error),
+        }
+    }
+}
+
 /// The journals SQLite keeps next to a database, by suffix.
 const JOURNAL_SUFFIXES: [&str; 3] = ["-wal", "-shm", "-journal"];
 

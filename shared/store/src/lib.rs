@@ -52,8 +52,7 @@ impl Store {
     /// Opens (creating when missing) the database at `path` and applies migrations.
     pub async fn open(path: &Path, max_history_messages: Option<u32>) -> Result<Self> {
         let pool = open_pool(path, 4).await?;
-        sqlx::migrate!("./migrations")
-            .run(&pool)
+        minibot_sqlite::migrate(&pool, &sqlx::migrate!("./migrations"))
             .await
             .map_err(|source| StoreError::Migrate { path: path.to_path_buf(), source })?;
         Ok(Self { pool, max_history_messages, redactor: Redactor::default() })

@@ -299,7 +299,9 @@ impl TaskStore {
         let mut migrator = sqlx::migrate!("./migrations_tasks");
         // The same file holds the SQLite queue's own tables.
         migrator.set_ignore_missing(true);
-        migrator.run(&pool).await.map_err(|source| StoreError::Migrate { path: path.to_path_buf(), source })?;
+        minibot_sqlite::migrate(&pool, &migrator)
+            .await
+            .map_err(|source| StoreError::Migrate { path: path.to_path_buf(), source })?;
         Ok(Self { pool, redactor: Redactor::default() })
     }
 

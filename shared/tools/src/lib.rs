@@ -1,6 +1,6 @@
 //! Built-in tools, one file per tool, grouped in folders by family (`utility/`, `chat/`, `runtime/`, `files/`,
-//! `search/`, `exec/`, `edit/`, `http/`). Each family has a `register` function that adds the tools its config
-//! section enables; [`main_agent_tools`] and [`worker_generic_tools`] assemble the two standard sets from them.
+//! `search/`, `exec/`, `edit/`, `http/`, `graph/`, `docs/`). Each family has a `register` function that adds the
+//! tools its config section enables; [`main_agent_tools`] and [`worker_generic_tools`] assemble the two standard sets from them.
 
 /// Declares a tool that holds one shared dependency, with its `new` constructor:
 /// `tool_struct!(ReadFile { root: Arc<ManagedRoot> });` gives `pub struct ReadFile { root: .. }` and
@@ -21,11 +21,15 @@ macro_rules! tool_struct {
 }
 
 pub mod chat;
+pub mod docs;
 pub mod edit;
 pub mod exec;
 pub mod files;
+pub mod graph;
 pub mod http;
+pub mod memory;
 pub mod runtime;
+pub mod scheduler;
 pub mod search;
 mod services;
 pub mod tasks;
@@ -47,6 +51,10 @@ pub fn main_agent_tools(services: &ToolServices) -> ToolRegistry {
     exec::register(&mut registry, services, true);
     edit::register(&mut registry, services);
     http::register(&mut registry, services);
+    memory::register(&mut registry, services);
+    scheduler::register(&mut registry, services);
+    graph::register(&mut registry, services);
+    docs::register(&mut registry, services);
     services.running.set_tools(registry.names(), Vec::new());
     with_spill(&registry, services)
 }

@@ -14,6 +14,9 @@ pub struct ToolServices {
     pub files: Option<Arc<ManagedRoot>>,
     /// What the agent really got, for `get_settings`: whoever filters or extends the tool set records the result.
     pub running: Arc<crate::runtime::Running>,
+    /// The scheduled prompts store and its scheduler's wake-up, when `[scheduler.prompts]` is on and this process
+    /// has chats (the orchestrator opens it: [`ToolServices::with_scheduler`]).
+    pub scheduler: Option<Arc<crate::scheduler::SchedulerService>>,
 }
 
 impl ToolServices {
@@ -26,7 +29,13 @@ impl ToolServices {
         } else {
             None
         };
-        Ok(Self { config, store, files, running: Arc::default() })
+        Ok(Self { config, store, files, running: Arc::default(), scheduler: None })
+    }
+
+    /// Gives the main agent the scheduler tools over `service`.
+    pub fn with_scheduler(mut self, service: crate::scheduler::SchedulerService) -> Self {
+        self.scheduler = Some(Arc::new(service));
+        self
     }
 
     /// The managed root as the output spill and the safety classifier's read-back use it (`None` when file

@@ -133,8 +133,7 @@ section! {
 
 section! {
     pub struct ScheduledPromptsSection {
-        /// `None`: not written, MiniBot's default (on). Kept apart from a written `true` because this version has
-        /// no scheduler: only a file that turns it on (or tunes it while it is on) is refused.
+        /// `None`: not written, MiniBot's default (on). Only `Some(false)` turns the scheduler off.
         pub enabled: Option<bool> = None,
         pub sqlite_url: String = "sqlite+aiosqlite:///./data/scheduled_prompts.db".into(),
         pub poll_interval_seconds: u64 = 60,
@@ -270,6 +269,28 @@ section! {
     pub struct ExtensionsSection {
         pub modules: Vec<String> = vec![],
         pub config: BTreeMap<String, toml::Value> = BTreeMap::new(),
+    }
+}
+
+/// The relation graph extension, as `[extensions] modules` names it.
+pub const GRAPH_EXTENSION: &str = "minibot.extensions.tools.graph";
+/// The keys `[extensions.config."minibot.extensions.tools.graph"]` may hold.
+pub const GRAPH_EXTENSION_KEYS: &[&str] = &["sqlite_url", "echo"];
+
+impl ExtensionsSection {
+    /// Whether `modules` lists the relation graph.
+    pub fn graph_enabled(&self) -> bool {
+        self.modules.iter().any(|m| m == GRAPH_EXTENSION)
+    }
+
+    /// The relation graph's database URL when its extension is on: the module's `sqlite_url` (checked at load),
+    /// else MiniBot's default `sqlite+aiosqlite:///./data/graph.db`.
+    pub fn graph_sqlite_url(&self) -> Option<String> {
+        if !self.graph_enabled() {
+            return None;
+        }
+        let written = self.config.get(GRAPH_EXTENSION).and_then(|c| c.get("sqlite_url")).and_then(|v| v.as_str());
+        Some(written.unwrap_or("sqlite+aiosqlite:///./data/graph.db").to_string())
     }
 }
 

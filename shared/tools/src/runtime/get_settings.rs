@@ -136,11 +136,28 @@ impl GetSettings {
                 "max_write_bytes": t.file_storage.max_write_bytes.bytes(),
             });
         }
+        if facts.tools.iter().any(|name| name.starts_with("memory_")) {
+            let kv = &t.kv_memory;
+            report["kv_memory"] = json!({
+                "database": minibot_config::sqlite_path_from_url(&kv.sqlite_url).map(|p| c.resolve_path(&p)),
+                "default_limit": kv.default_limit,
+                "max_limit": kv.max_limit,
+            });
+        }
         if !facts.mcp_servers.is_empty() {
             report["mcp"] = json!({ "servers": facts.mcp_servers });
         }
         if c.tasks.enabled {
             report["tasks"] = json!({ "backend": c.tasks.backend.as_str() });
+        }
+        if facts.tools.iter().any(|name| name == "schedule_prompt") {
+            let s = &c.scheduler.prompts;
+            report["scheduler"] = json!({
+                "database": minibot_config::sqlite_path_from_url(&s.sqlite_url).map(|p| c.resolve_path(&p)),
+                "min_recurrence_interval_seconds": s.min_recurrence_interval_seconds,
+                "max_attempts": s.max_attempts,
+                "cron_time_zones": "IANA, UTC by default",
+            });
         }
         // The vault is unlocked at start-up whenever it is on; a vault that cannot be opened stops start-up.
         if c.vault.enabled {

@@ -1,0 +1,195 @@
+//! `read_docs`: lists, reads and searches the user manual compiled into this binary. Pages are looked up by
+//! name in a fixed table, never by a path built from the arguments. Its refusals are answers with `ok: false`
+//! (as MiniBot's are), so `page_not_found` can carry the list of pages.
+
+use minibot_agent::{Tool, ToolContext, ToolResult};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+include!(concat!(env!("OUT_DIR"), "/docs_pages.rs"));
+
+/// The most characters of a page one call returns.
+const PAGE_MAX_CHARS: usize = 30_000;
+/// The most pages a search returns.
+const MAX_HITS: usize = 8;
+/// The most matching lines shown per page.
+const MAX_SNIPPETS: usize = 3;
+/// The most characters of one matching line.
+const SNIPPET_MAX_CHARS: usize = 200;
+
+pub struct ReadDocs {
+    pages: &'static [(&'static str, &'static str)],
+}
+
+impl ReadDocs {
+    /// The manual this binary was built with.
+    pub fn bundled() -> Self {
+        Self { pages: PAGES }
+    }
+
+    /// Another set of pages (tests).
+    pub fn with_pages(pages: &'static [(&'static str, &'static str)]) -> Self {
+        Self { pages }
+    }
+
+    fn read(&self, page: &str) -> Value {
+        let name = page.trim();
+        let name = name.strip_suffix(".md").unwrap_or(name);
+        let Some((name, text)) = self.pages.iter().find(|(n, _)| *n == name) else {
+            return json!({
+                "ok": false,
+                "error_code": "page_not_found",
+                "error": format!("no page named '{page}'; call read_docs without arguments for the list"),
+                "pages": self.pages.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+            });
+        };
+        let content: String = text.chars().take(PAGE_MAX_CHARS).collect();
+        json!({
+            "ok": true,
+            "page": name,
+            "title": title(text, name),
+            "truncated": content.len() < text.len(),
+            "content": content,
+        })
+    }
+
+    fn search(&self, query: &str) -> Value {
+        let terms: Vec<String> = query.to_lowercase().split_whitespace().map(str::to_string).collect();
+        let mut hits: Vec<(usize, Value)> = Vec::new();
+        for (name, text) in self.pages {
+            let matching: Vec<&str> = text
+                .lines()
+                .filter(|line| {
+                    let line = line.to_lowercase();
+                    terms.iter().all(|term| line.contains(term.as_str()))
+                })
+                .map(str::trim)
+                .collect();
+            if matching.is_empty() {
+                continue;
+            }
+            let snippets: Vec<String> =
+                matching.iter().take(MAX_SNIPPETS).map(|line| line.chars().take(SNIPPET_MAX_CHARS).collect()).collect();
+            hits.push((matching.len(), json!({ "page": name, "matches": matching.len(), "snippets": snippets })));
+        }
+        // Stable: pages with as many matches keep their name order.
+        hits.sort_by_key(|hit| std::cmp::Reverse(hit.0));
+        let results: Vec<Value> = hits.into_iter().take(MAX_HITS).map(|(_, hit)| hit).collect();
+        json!({ "ok": true, "query": query, "results": results })
+    }
+}
+
+/// A page's title: its first `# ` heading, else its name.
+fn title(text: &str, name: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .find_map(|line| line.strip_prefix("# "))
+        .map(|t| t.trim().to_string())
+        .unwrap_or_else(|| name.to_string())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    #[serde(default)]
+    page: Option<String>,
+    #[serde(default)]
+    query: Option<String>,
+}
+
+impl Tool for ReadDocs {
+    type Args = Args;
+
+    fn name(&self) -> &str {
+        "read_docs"
+    }
+
+    fn description(&self) -> String {
+        "Read the user manual of this installed version. Call it with no arguments to list the pages, with `query` \
+         to search every page for words such as a config key or tool name (returns matching lines per page; every \
+         word must be on the line), or with `page` to read one page. Use it when the user asks how a feature, \
+         config key, tool, channel or command works. It describes how this version works, not what this instance \
+         has enabled; use get_settings for that. If it returns `docs_unavailable`, no manual is bundled."
+            .into()
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "page": { "type": ["string", "null"], "description": "Page name from the listing, for example 'configuration'." },
+                "query": { "type": ["string", "null"], "description": "Words to search for across every page." },
+            },
+            "required": ["page", "query"],
+            "additionalProperties": false
+        })
+    }
+
+    async fn call(&self, args: Args, _ctx: &ToolContext) -> ToolResult {
+        if self.pages.is_empty() {
+            return Ok(json!({
+                "ok": false,
+                "error_code": "docs_unavailable",
+                "error": "no documentation ships with this build",
+            }));
+        }
+        let given = |value: Option<String>| value.filter(|v| !v.trim().is_empty());
+        if let Some(page) = given(args.page) {
+            return Ok(self.read(&page));
+        }
+        if let Some(query) = given(args.query) {
+            return Ok(self.search(&query));
+        }
+        let pages: Vec<Value> =
+            self.pages.iter().map(|(name, text)| json!({ "page": name, "title": title(text, name) })).collect();
+        Ok(json!({ "ok": true, "pages": pages }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static PAGES: &[(&str, &str)] = &[
+        ("alpha", "# Alpha guide\nThe `sqlite_url` key sets the file.\nsqlite_url again, with URL\n"),
+        ("beta", "no heading\nSQLITE_URL here\n"),
+    ];
+
+    async fn call(page: Option<&str>, query: Option<&str>) -> Value {
+        let args = Args { page: page.map(str::to_string), query: query.map(str::to_string) };
+        ReadDocs::with_pages(PAGES).call(args, &ToolContext::default()).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn lists_reads_and_searches() {
+        let listing = call(None, None).await;
+        assert_eq!(
+            listing["pages"],
+            json!([{ "page": "alpha", "title": "Alpha guide" }, { "page": "beta", "title": "beta" }])
+        );
+        let page = call(Some("alpha.md"), None).await;
+        assert_eq!((page["page"].as_str(), page["truncated"].as_bool()), (Some("alpha"), Some(false)));
+        let found = call(None, Some("SQLite_URL AGAIN")).await;
+        assert_eq!(found["results"][0]["page"], "alpha");
+        assert_eq!(found["results"][0]["matches"], 1, "both words on one line: {found}");
+        let found = call(None, Some("sqlite_url")).await;
+        assert_eq!(found["results"][0]["matches"], 2);
+        assert_eq!(found["results"][1]["snippets"], json!(["SQLITE_URL here"]));
+        let missing = call(Some("../etc/passwd"), None).await;
+        assert_eq!(missing["error_code"], "page_not_found");
+        assert_eq!(missing["pages"], json!(["alpha", "beta"]));
+    }
+
+    #[tokio::test]
+    async fn the_bundled_manual_is_compiled_in() {
+        let tool = ReadDocs::bundled();
+        assert!(tool.pages.iter().any(|(name, _)| *name == "configuration"));
+        let long = "x".repeat(PAGE_MAX_CHARS + 10);
+        let leaked: &'static str = Box::leak(long.into_boxed_str());
+        let pages: &'static [(&str, &str)] = Box::leak(vec![("big", leaked)].into_boxed_slice());
+        let args = Args { page: Some("big".into()), query: None };
+        let read = ReadDocs::with_pages(pages).call(args, &ToolContext::default()).await.unwrap();
+        assert_eq!(read["truncated"], true);
+        assert_eq!(read["content"].as_str().unwrap().len(), PAGE_MAX_CHARS);
+    }
+}
