@@ -54,6 +54,8 @@ pub struct Runtime {
     pub tasks: Option<Arc<TaskHub>>,
     /// Scheduled prompts, when `[scheduler.prompts]` is on (MiniBot's default).
     pub scheduler: Option<SchedulerParts>,
+    /// The tools' lazily opened databases (memory, graph), closed at exit.
+    tool_stores: Arc<minibot_tools::Closers>,
     /// What `get_settings` reports as running: each turn's tools are recorded here.
     running: Arc<minibot_tools::runtime::Running>,
     prompts: PromptLibrary,
@@ -170,6 +172,7 @@ impl Runtime {
             verbose_errors: level == "debug" || level == "trace",
             tasks,
             scheduler,
+            tool_stores: services.closers.clone(),
             running: services.running.clone(),
             prompts,
             base_prompt,
@@ -282,6 +285,7 @@ impl Runtime {
             if let Some(scheduler) = &self.scheduler {
                 scheduler.store.close().await;
             }
+            self.tool_stores.close_all().await;
             self.store.close().await;
         };
         if tokio::time::timeout(Duration::from_secs(3), close).await.is_err() {

@@ -82,6 +82,7 @@ fn job(i: i64, run_at: DateTime<Utc>) -> NewJob {
         metadata: serde_json::json!({}),
         recurrence: Recurrence::None,
         end_at: None,
+        time_zone: None,
         max_attempts: 3,
     }
 }

@@ -227,6 +227,16 @@ async fn bad_arguments_from_the_model_get_errors_naming_them() {
                 json!({ "title": "Car", "data": "red", "category": "otros", "expires_at": "2001-01-01" }),
             ),
             Reply::tool("memory_create", json!({ "title": "", "data": "red", "category": "otros" })),
+            Reply::tool("memory_create", json!({ "title": "t".repeat(101), "data": "red", "category": "otros" })),
+            // Year 10000 in UTC: stored as text it would sort before today and read as long expired.
+            Reply::tool(
+                "memory_create",
+                json!({ "title": "Far", "data": "red", "category": "otros", "expires_at": "9999-12-31T23:30:00-01:00" }),
+            ),
+            Reply::tool(
+                "memory_create",
+                json!({ "title": "Big", "data": "red", "category": "otros", "metadata": { "blob": "x".repeat(5000) } }),
+            ),
             Reply::tool("memory_update", json!({ "entry_id": "abc" })),
             Reply::tool("memory_update", json!({ "entry_id": "abc", "data": "blue" })),
             Reply::tool("memory_get", json!({ "entry_id": "abc" })),
@@ -244,6 +254,9 @@ async fn bad_arguments_from_the_model_get_errors_naming_them() {
         ("memory:invalid_arguments:category_in_metadata", "metadata must not contain category"),
         ("memory:invalid_arguments:expires_at_in_past", "expires_at"),
         ("memory:invalid_arguments:title_required", "title is required"),
+        ("memory:invalid_arguments:invalid_title", "title is longer than 100 characters"),
+        ("memory:invalid_arguments:invalid_expires_at", "year 9999 or earlier"),
+        ("memory:invalid_arguments:invalid_metadata", "larger than 4096 bytes"),
         ("memory:invalid_arguments:nothing_to_update", "at least one of data, category"),
     ];
     for (result, (code, text)) in results.iter().zip(expected) {
@@ -253,12 +266,12 @@ async fn bad_arguments_from_the_model_get_errors_naming_them() {
         assert!(message.contains(text), "{code}: {message}");
     }
     assert_eq!(
-        results[6],
+        results[9],
         json!({ "ok": false, "error": "Entry not found", "error_code": "memory:update:not_found", "entry_id": "abc" })
     );
-    assert_eq!(results[7], json!({ "ok": false, "error": "Entry not found", "entry_id": "abc" }));
-    assert_eq!(results[8]["error_code"], "memory:invalid_arguments:invalid_updated_after");
-    assert!(results[8]["error"].as_str().unwrap().contains("updated_after"));
-    assert_eq!(results[9]["error_code"], "memory:invalid_arguments:invalid_limit");
-    assert!(results[9]["error"].as_str().unwrap().contains("limit"));
+    assert_eq!(results[10], json!({ "ok": false, "error": "Entry not found", "entry_id": "abc" }));
+    assert_eq!(results[11]["error_code"], "memory:invalid_arguments:invalid_updated_after");
+    assert!(results[11]["error"].as_str().unwrap().contains("updated_after"));
+    assert_eq!(results[12]["error_code"], "memory:invalid_arguments:invalid_limit");
+    assert!(results[12]["error"].as_str().unwrap().contains("limit"));
 }

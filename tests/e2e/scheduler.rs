@@ -32,6 +32,7 @@ fn job(chat_id: i64, content: &str, run_at: DateTime<Utc>, recurrence: Recurrenc
         metadata: json!({}),
         recurrence,
         end_at: None,
+        time_zone: None,
         max_attempts: 3,
     }
 }

@@ -16,7 +16,7 @@
 mod search;
 pub mod time;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Datelike, TimeZone, Utc};
 use serde_json::{Map, Value};
 use sqlx::sqlite::{SqlitePool, SqliteRow};
 use sqlx::{AssertSqlSafe, QueryBuilder, Row, Sqlite};
@@ -132,8 +132,16 @@ pub struct KvMemory {
     limits: Limits,
 }
 
-const COLUMNS: &str =
-    "k.id, k.owner_id, k.title, k.data, k.metadata, k.source, k.created_at, k.updated_at, k.expires_at";
+/// Every column read as bytes and decoded leniently ([`lossy`]): a row another program wrote with a number or a
+/// blob (even one that is not UTF-8) where text belongs still reads, instead of failing every listing it is in.
+const COLUMNS: &str = "CAST(k.id AS BLOB), CAST(k.owner_id AS BLOB), CAST(k.title AS BLOB), CAST(k.data AS BLOB), \
+     CAST(k.metadata AS BLOB), CAST(k.source AS BLOB), CAST(k.created_at AS BLOB), CAST(k.updated_at AS BLOB), \
+     CAST(k.expires_at AS BLOB)";
+
+/// Column `index` of a row selected `CAST(… AS BLOB)`, as text (invalid UTF-8 replaced).
+fn lossy(row: &SqliteRow, index: usize) -> Result<Option<String>> {
+    Ok(row.try_get::<Option<Vec<u8>>, _>(index)?.map(|bytes| String::from_utf8_lossy(&bytes).into_owned()))
+}
 
 impl KvMemory {
     /// Opens (creating when missing) the database at `path` with at most `pool_size` connections, migrates it
@@ -150,6 +158,7 @@ impl KvMemory {
         let store = Self { pool, limits };
         let mut tx = store.pool.begin_with("BEGIN IMMEDIATE").await?;
         fill_keys(&mut tx).await?;
+        normalise_expiry(&mut tx).await?;
         purge_expired(&mut tx).await?;
         tx.commit().await?;
         Ok(store)
@@ -336,16 +345,48 @@ async fn purge_expired(tx: &mut Tx) -> Result<u64> {
     Ok(purged)
 }
 
+/// Rewrites every `expires_at` not in the stored layout (an offset, a `T`, a Unix time written by another
+/// program) as the UTC text the purge and the filters compare: compared as written, `2026-12-04 18:00:00-05:00`
+/// would count as past at 19:00 UTC and the live row would be deleted. Text that is no time at all is cleared
+/// (the entry never expires) rather than guessed at.
+async fn normalise_expiry(tx: &mut Tx) -> Result<()> {
+    let rows = sqlx::query(
+        "SELECT rowid, typeof(expires_at), CAST(expires_at AS BLOB) FROM kv_memory WHERE expires_at IS NOT NULL
+             AND (typeof(expires_at) != 'text' OR expires_at NOT GLOB
+                 '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9][0-9][0-9][0-9]')",
+    )
+    .fetch_all(&mut **tx)
+    .await?;
+    for row in rows {
+        let rowid: i64 = row.try_get(0)?;
+        let kind: String = row.try_get(1)?;
+        let raw = lossy(&row, 2)?.unwrap_or_default();
+        let parsed = match kind.as_str() {
+            "integer" | "real" => raw.parse::<f64>().ok().and_then(|secs| Utc.timestamp_opt(secs as i64, 0).single()),
+            _ => time::parse(&raw),
+        };
+        let normal = parsed.filter(|at| at.year() <= time::LAST_YEAR).map(time::stored);
+        sqlx::query("UPDATE kv_memory SET expires_at = ?1 WHERE rowid = ?2")
+            .bind(normal)
+            .bind(rowid)
+            .execute(&mut **tx)
+            .await?;
+    }
+    Ok(())
+}
+
 /// Computes the folded keys of rows that lack them: all rows of a file MiniBot wrote, and rows MiniBot added
 /// since this store last opened it.
 async fn fill_keys(tx: &mut Tx) -> Result<()> {
-    let rows = sqlx::query("SELECT rowid, title, data FROM kv_memory WHERE title_key IS NULL OR data_key IS NULL")
+    let rows = sqlx::query(
+        "SELECT rowid, CAST(title AS BLOB), CAST(data AS BLOB) FROM kv_memory WHERE title_key IS NULL OR data_key IS NULL",
+    )
         .fetch_all(&mut **tx)
         .await?;
     for row in rows {
         let rowid: i64 = row.try_get(0)?;
-        let title: String = row.try_get::<Option<String>, _>(1)?.unwrap_or_default();
-        let data: String = row.try_get::<Option<String>, _>(2)?.unwrap_or_default();
+        let title = lossy(&row, 1)?.unwrap_or_default();
+        let data = lossy(&row, 2)?.unwrap_or_default();
         sqlx::query("UPDATE kv_memory SET title_key = ?1, data_key = ?2 WHERE rowid = ?3")
             .bind(fold(title.trim()))
             .bind(fold(&data))
@@ -407,7 +448,9 @@ fn select(head: &str, scope: &Scope<'_>, matcher: &Match<'_>) -> QueryBuilder<Sq
     }
     let filter = scope.filter;
     if let Some(category) = &filter.category {
-        q.push(" AND json_extract(k.metadata, '$.category') = ").push_bind(category.as_str());
+        // Metadata that is not JSON (written by another program) has no category; json_extract would fail the query.
+        q.push(" AND CASE WHEN json_valid(k.metadata) THEN json_extract(k.metadata, '$.category') END = ")
+            .push_bind(category.as_str());
     }
     if let Some(source) = &filter.source {
         q.push(" AND k.source = ").push_bind(source.as_str());
@@ -440,7 +483,7 @@ async fn page(tx: &mut Tx, scope: &Scope<'_>, matcher: Match<'_>, limit: u32, of
 
 /// A row as an entry. MiniBot's rows are read as they are: metadata that is not a JSON object reads as `{}`.
 fn entry(row: &SqliteRow) -> Result<Entry> {
-    let text = |index: usize| -> Result<Option<String>> { Ok(row.try_get::<Option<String>, _>(index)?) };
+    let text = |index: usize| lossy(row, index);
     let metadata = match text(4)?.and_then(|raw| serde_json::from_str::<Value>(&raw).ok()) {
         Some(Value::Object(map)) => map,
         _ => Map::new(),

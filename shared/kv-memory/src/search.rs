@@ -9,11 +9,18 @@ pub enum Joiner {
     Or,
 }
 
+/// The most distinct words an expression takes: FTS5's cost grows with the square of the terms, and a query of a
+/// thousand repeated words took seconds.
+pub const MAX_WORDS: usize = 16;
+
 /// The expression, or `None` when the text has no word (`*`, `"()"`): such a query can only match as a substring.
+/// Repeated words count once (case-insensitively); past [`MAX_WORDS`] the rest are left out.
 pub fn fts_expression(query: &str, joiner: Joiner) -> Option<String> {
+    let mut seen = std::collections::HashSet::new();
     let words: Vec<String> = query
         .split(|c: char| !c.is_alphanumeric())
-        .filter(|word| !word.is_empty())
+        .filter(|word| !word.is_empty() && seen.insert(word.to_lowercase()))
+        .take(MAX_WORDS)
         // Inside a phrase a quote is written twice; words hold none, but the rule costs nothing to keep.
         .map(|word| format!("\"{}\"*", word.replace('"', "\"\"")))
         .collect();
@@ -39,5 +46,12 @@ mod tests {
         assert_eq!(fts_expression("Vehículos ÜBER", Joiner::And).as_deref(), Some("\"Vehículos\"* AND \"ÜBER\"*"));
         assert_eq!(fts_expression("*", Joiner::And), None);
         assert_eq!(fts_expression(" \"() ", Joiner::Or), None);
+    }
+
+    #[test]
+    fn repeated_words_count_once_and_long_queries_are_cut() {
+        assert_eq!(fts_expression(&"car ".repeat(2000), Joiner::And).as_deref(), Some("\"car\"*"));
+        let many: String = (0..100).map(|i| format!("w{i} ")).collect();
+        assert_eq!(fts_expression(&many, Joiner::Or).unwrap().matches(" OR ").count(), MAX_WORDS - 1);
     }
 }

@@ -342,3 +342,48 @@ async fn filters_limits_and_offsets() {
     };
     assert_eq!(store.list(OWNER, &window, None, None).await.unwrap().total, 30);
 }
+
+/// Rows another program wrote with odd types (a blob where text belongs, metadata that is not JSON, an expiry
+/// with an offset or as a Unix time): the store opens, every row reads, a category filter works, and no live row
+/// is purged because its expiry was compared as written.
+#[tokio::test]
+async fn odd_rows_written_elsewhere_never_disable_the_store_or_lose_live_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kv_memory.db");
+    minibot_file(&path).await;
+    let mut conn = SqliteConnection::connect_with(&SqliteConnectOptions::new().filename(&path)).await.unwrap();
+    let in_an_hour = Utc::now() + chrono::Duration::hours(1);
+    let offset = in_an_hour.with_timezone(&chrono::FixedOffset::west_opt(5 * 3600).unwrap());
+    for (id, title, data, metadata, expires) in [
+        ("blob", json!("Blob note"), None, "{\"category\":\"otros\"}", None),
+        ("notjson", json!("Not JSON"), Some("plain"), "not json at all", None),
+        ("offset", json!("Offset expiry"), Some("still live"), "{}", Some(json!(offset.to_rfc3339()))),
+        ("unix", json!("Unix expiry"), Some("lives to 2100"), "{}", Some(json!(4_102_444_800i64))),
+    ] {
+        let query = sqlx::query(
+            "INSERT INTO kv_memory (id, owner_id, title, data, metadata, created_at, updated_at, expires_at)
+             VALUES (?1, ?2, ?3, COALESCE(?4, x'00ff10'), ?5, '2025-01-01 00:00:00.000000', '2025-01-01 00:00:00.000000', ?6)",
+        )
+        .bind(id)
+        .bind(OWNER)
+        .bind(title.as_str().unwrap())
+        .bind(data)
+        .bind(metadata);
+        let query = match expires {
+            Some(serde_json::Value::Number(n)) => query.bind(n.as_i64()),
+            Some(other) => query.bind(other.as_str().map(str::to_string)),
+            None => query.bind(None::<String>),
+        };
+        query.execute(&mut conn).await.unwrap();
+    }
+    conn.close().await.unwrap();
+    let store = KvMemory::open(&path, 2, LIMITS).await.unwrap();
+    let all = store.list(OWNER, &Filter::default(), Some(100), None).await.unwrap();
+    for title in ["Blob note", "Not JSON", "Offset expiry", "Unix expiry"] {
+        assert!(titles(&all).contains(&title), "{title} missing: {:?}", titles(&all));
+    }
+    let filter = Filter { category: Some("otros".into()), ..Filter::default() };
+    let otros = store.list(OWNER, &filter, Some(100), None).await.unwrap();
+    assert!(titles(&otros).contains(&"Blob note"), "{:?}", titles(&otros));
+    assert!(!titles(&otros).contains(&"Not JSON"));
+}

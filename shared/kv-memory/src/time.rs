@@ -6,6 +6,10 @@ use chrono::{DateTime, NaiveDate, NaiveDateTime, SecondsFormat, TimeZone, Utc};
 
 const STORED: &str = "%Y-%m-%d %H:%M:%S%.6f";
 
+/// The last year a stored time may have: past 9999 the text (`+10000-…`) no longer sorts as time, and an entry
+/// meant to live for ever would read as long expired.
+pub const LAST_YEAR: i32 = 9999;
+
 /// `at` as a column value.
 pub fn stored(at: DateTime<Utc>) -> String {
     at.format(STORED).to_string()

@@ -62,6 +62,8 @@ pub struct NewJob {
     pub metadata: Value,
     pub recurrence: Recurrence,
     pub end_at: Option<DateTime<Utc>>,
+    /// The zone the user wrote a one-off's time in, kept to show it back (a cron job's zone is its recurrence's).
+    pub time_zone: Option<chrono_tz::Tz>,
     pub max_attempts: u32,
 }
 

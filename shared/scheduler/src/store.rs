@@ -66,6 +66,10 @@ pub struct Removed {
     pub before: Job,
 }
 
+/// The stored layout exactly, as a GLOB pattern.
+const CANONICAL: &str =
+    "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9][0-9][0-9][0-9]";
+
 /// SQL that holds for a stored time (`YYYY-MM-DD …`), so that garbage is told apart without reading every row.
 const TIME_SHAPE: &str = "run_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*'";
 
@@ -81,7 +85,41 @@ impl SchedulerStore {
             .map_err(|source| StoreError::Migrate { path: path.to_path_buf(), source })?;
         let identity: String =
             sqlx::query_scalar("SELECT id FROM scheduler_identity WHERE only_row = 1").fetch_one(&pool).await?;
-        Ok(Self { pool, identity, settings })
+        let store = Self { pool, identity, settings };
+        store.tidy().await?;
+        Ok(store)
+    }
+
+    /// Puts rows other programs wrote into the shape the queries compare: times with an offset or a `T`
+    /// (`2026-12-04T19:00:00+05:00` compared as text would sort after `2026-12-04 19:…` and fire hours late) are
+    /// rewritten as UTC text; fires of jobs that no longer exist are dropped. Times that do not parse are left for
+    /// the firing to fail their job with a reason.
+    async fn tidy(&self) -> Result<()> {
+        let mut tx = self.write().await?;
+        sqlx::query("DELETE FROM scheduled_fires WHERE job_id NOT IN (SELECT id FROM scheduled_prompts)")
+            .execute(&mut *tx)
+            .await?;
+        for column in ["run_at", "recurrence_end_at"] {
+            let rows = sqlx::query(AssertSqlSafe(format!(
+                "SELECT rowid, CAST({column} AS TEXT) FROM scheduled_prompts
+                 WHERE {column} IS NOT NULL AND (typeof({column}) != 'text' OR {column} NOT GLOB '{CANONICAL}')"
+            )))
+            .fetch_all(&mut *tx)
+            .await?;
+            for row in rows {
+                let rowid: i64 = row.try_get(0)?;
+                let raw: Option<String> = row.try_get(1)?;
+                if let Some(at) = raw.as_deref().and_then(from_text) {
+                    sqlx::query(AssertSqlSafe(format!("UPDATE scheduled_prompts SET {column} = ?1 WHERE rowid = ?2")))
+                        .bind(to_text(at))
+                        .bind(rowid)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+            }
+        }
+        tx.commit().await?;
+        Ok(())
     }
 
     /// This database's identity, unique per file: fires are recorded in the chat store as `scheduler:<identity>`.
@@ -338,8 +376,18 @@ impl SchedulerStore {
             }
             let Some(fire) = read_fire(row) else {
                 // Unreadable (a row edited by hand): left in place it would be due forever and keep the loop awake.
+                // Its one-off job would stay `leased` for ever, so it fails, saying why.
                 let id: i64 = row.try_get("fire_id").unwrap_or_default();
                 tracing::error!(fire = id, "a scheduled prompt's fire cannot be read; dropped");
+                sqlx::query(
+                    "UPDATE scheduled_prompts SET status = 'failed', lease_expires_at = NULL,
+                         last_error = 'its fire could not be read', updated_at = ?2
+                     WHERE id = (SELECT job_id FROM scheduled_fires WHERE id = ?1) AND status = 'leased'",
+                )
+                .bind(id)
+                .bind(to_text(now))
+                .execute(&mut *tx)
+                .await?;
                 sqlx::query("DELETE FROM scheduled_fires WHERE id = ?1").bind(id).execute(&mut *tx).await?;
                 continue;
             };
@@ -474,9 +522,10 @@ fn placeholders(start: usize, count: usize) -> String {
 
 async fn insert_job(tx: &mut Transaction<'static, Sqlite>, job: NewJob, now: DateTime<Utc>) -> Result<Job> {
     let id = uuid::Uuid::new_v4().simple().to_string();
+    let zone_written = job.time_zone.map(|zone| zone.name().to_string());
     let (interval, cron, zone) = match &job.recurrence {
-        Recurrence::None => (None, None, None),
-        Recurrence::Interval { seconds } => (Some(i64::try_from(*seconds).unwrap_or(i64::MAX)), None, None),
+        Recurrence::None => (None, None, zone_written),
+        Recurrence::Interval { seconds } => (Some(i64::try_from(*seconds).unwrap_or(i64::MAX)), None, zone_written),
         Recurrence::Cron { expression, zone } => (None, Some(expression.clone()), Some(zone.name().to_string())),
     };
     sqlx::query(

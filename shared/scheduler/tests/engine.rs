@@ -60,6 +60,7 @@ fn job(content: &str, run_at: DateTime<Utc>, recurrence: Recurrence) -> NewJob {
         metadata: serde_json::json!({}),
         recurrence,
         end_at: None,
+        time_zone: None,
         max_attempts: 3,
     }
 }
@@ -349,4 +350,27 @@ async fn a_job_cancelled_while_its_fire_waits_for_a_retry_is_not_delivered() {
     engine.step().await.unwrap();
     assert!(recorder.fires.lock().unwrap().is_empty());
     assert_eq!(store.get(&target(), &created.id).await.unwrap().unwrap().status, JobStatus::Cancelled);
+}
+
+/// A time another program wrote with an offset is read as the instant it names: due now, not hours later.
+#[tokio::test]
+async fn a_stored_time_with_an_offset_fires_at_the_instant_it_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let store = store(&path).await;
+    let clock = ManualClock::new(at(9, 0, 0));
+    let created = store.create(job("offset", at(23, 0, 0), Recurrence::None), clock.now()).await.unwrap();
+    store.close().await;
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display())).await.unwrap();
+    // 09:00 UTC, written as 14:00 at +05:00: as text it sorts after "2026-12-04 09:…".
+    sqlx::query("UPDATE scheduled_prompts SET run_at = '2026-12-04T14:00:00+05:00' WHERE id = ?1")
+        .bind(&created.id)
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    let store = self::store(&path).await;
+    let recorder = Arc::new(Recorder::default());
+    engine(store, clock, recorder.clone(), "a").step().await.unwrap();
+    assert_eq!(recorder.fires.lock().unwrap().len(), 1);
 }

@@ -20,12 +20,14 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("cannot create the folder for {path}: {source}")]
-    CreateDir { path: PathBuf, source: std::io::Error },
-    #[error("cannot create database {path}: {source}")]
-    CreateFile { path: PathBuf, source: std::io::Error },
-    #[error("cannot open database {path}: {source}")]
-    Open { path: PathBuf, source: sqlx::Error },
+    // The cause is part of the message and deliberately not the error's `source()`: an error chain printed in full
+    // (`{:#}`) would say it twice.
+    #[error("cannot create the folder for {path}: {cause}")]
+    CreateDir { path: PathBuf, cause: std::io::Error },
+    #[error("cannot create database {path}: {cause}")]
+    CreateFile { path: PathBuf, cause: std::io::Error },
+    #[error("cannot open database {path}: {cause}")]
+    Open { path: PathBuf, cause: sqlx::Error },
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -49,7 +51,7 @@ pub async fn open_pool(path: &Path, max_connections: u32) -> Result<SqlitePool> 
         .max_connections(max_connections)
         .connect_with(options)
         .await
-        .map_err(|source| Error::Open { path: path.to_path_buf(), source })
+        .map_err(|cause| Error::Open { path: path.to_path_buf(), cause })
 }
 
 /// How often [`migrate`] tries before it gives up.
@@ -85,9 +87,9 @@ const JOURNAL_SUFFIXES: [&str; 3] = ["-wal", "-shm", "-journal"];
 /// its journals that the group or others can read: they are ours, and they hold the transcripts.
 fn prepare_files(path: &Path) -> Result<()> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        private_fs::create_dir_all(parent).map_err(|source| Error::CreateDir { path: path.to_path_buf(), source })?;
+        private_fs::create_dir_all(parent).map_err(|cause| Error::CreateDir { path: path.to_path_buf(), cause })?;
     }
-    private_fs::create_file(path).map_err(|source| Error::CreateFile { path: path.to_path_buf(), source })?;
+    private_fs::create_file(path).map_err(|cause| Error::CreateFile { path: path.to_path_buf(), cause })?;
     let journals = JOURNAL_SUFFIXES.iter().map(|suffix| {
         let mut name = path.as_os_str().to_owned();
         name.push(suffix);

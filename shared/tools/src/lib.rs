@@ -35,7 +35,7 @@ mod services;
 pub mod tasks;
 pub mod utility;
 
-pub use services::ToolServices;
+pub use services::{Closers, ToolServices};
 
 use minibot_agent::{ToolRegistry, dyn_tool, wrap_with_spill};
 

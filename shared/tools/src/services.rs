@@ -17,6 +17,27 @@ pub struct ToolServices {
     /// The scheduled prompts store and its scheduler's wake-up, when `[scheduler.prompts]` is on and this process
     /// has chats (the orchestrator opens it: [`ToolServices::with_scheduler`]).
     pub scheduler: Option<Arc<crate::scheduler::SchedulerService>>,
+    /// Databases tools open on first use, closed by [`Closers::close_all`] before the process ends.
+    pub closers: Arc<Closers>,
+}
+
+type Closer = Box<dyn Fn() -> futures_util::future::BoxFuture<'static, ()> + Send + Sync>;
+
+/// What the process closes at exit: the pools of stores that tools open lazily (memory, graph). A pool left to
+/// drop hands its connections back on a task the stopping runtime may no longer run, and leaves the `-wal` and
+/// `-shm` files behind.
+#[derive(Default)]
+pub struct Closers(std::sync::Mutex<Vec<Closer>>);
+
+impl Closers {
+    pub fn add(&self, closer: impl Fn() -> futures_util::future::BoxFuture<'static, ()> + Send + Sync + 'static) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(Box::new(closer));
+    }
+
+    pub async fn close_all(&self) {
+        let closing: Vec<_> = self.0.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|close| close()).collect();
+        futures_util::future::join_all(closing).await;
+    }
 }
 
 impl ToolServices {
@@ -29,7 +50,7 @@ impl ToolServices {
         } else {
             None
         };
-        Ok(Self { config, store, files, running: Arc::default(), scheduler: None })
+        Ok(Self { config, store, files, running: Arc::default(), scheduler: None, closers: Arc::default() })
     }
 
     /// Gives the main agent the scheduler tools over `service`.

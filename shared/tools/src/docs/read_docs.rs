@@ -32,7 +32,7 @@ impl ReadDocs {
         Self { pages }
     }
 
-    fn read(&self, page: &str) -> Value {
+    fn read(&self, page: &str, offset: usize) -> Value {
         let name = page.trim();
         let name = name.strip_suffix(".md").unwrap_or(name);
         let Some((name, text)) = self.pages.iter().find(|(n, _)| *n == name) else {
@@ -43,34 +43,55 @@ impl ReadDocs {
                 "pages": self.pages.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
             });
         };
-        let content: String = text.chars().take(PAGE_MAX_CHARS).collect();
-        json!({
+        // Pages run past one call's share (configuration.md is over 50,000 characters): `offset` reads on.
+        let total = text.chars().count();
+        let content: String = text.chars().skip(offset).take(PAGE_MAX_CHARS).collect();
+        let end = offset.saturating_add(PAGE_MAX_CHARS);
+        let mut result = json!({
             "ok": true,
             "page": name,
             "title": title(text, name),
-            "truncated": content.len() < text.len(),
+            "truncated": end < total,
             "content": content,
-        })
+        });
+        if offset > 0 {
+            result["offset"] = json!(offset);
+        }
+        if end < total {
+            result["next_offset"] = json!(end);
+            result["total_chars"] = json!(total);
+        }
+        result
     }
 
     fn search(&self, query: &str) -> Value {
         let terms: Vec<String> = query.to_lowercase().split_whitespace().map(str::to_string).collect();
         let mut hits: Vec<(usize, Value)> = Vec::new();
         for (name, text) in self.pages {
-            let matching: Vec<&str> = text
-                .lines()
-                .filter(|line| {
-                    let line = line.to_lowercase();
-                    terms.iter().all(|term| line.contains(term.as_str()))
+            // Each line with the character offset it starts at, so a hit can be read in full with `offset`.
+            let mut at = 0usize;
+            let matching: Vec<(usize, &str)> = text
+                .split_inclusive('\n')
+                .filter_map(|line| {
+                    let start = at;
+                    at += line.chars().count();
+                    let lower = line.to_lowercase();
+                    terms.iter().all(|term| lower.contains(term.as_str())).then_some((start, line.trim()))
                 })
-                .map(str::trim)
                 .collect();
             if matching.is_empty() {
                 continue;
             }
-            let snippets: Vec<String> =
-                matching.iter().take(MAX_SNIPPETS).map(|line| line.chars().take(SNIPPET_MAX_CHARS).collect()).collect();
-            hits.push((matching.len(), json!({ "page": name, "matches": matching.len(), "snippets": snippets })));
+            let snippets: Vec<String> = matching
+                .iter()
+                .take(MAX_SNIPPETS)
+                .map(|(_, line)| line.chars().take(SNIPPET_MAX_CHARS).collect())
+                .collect();
+            let offsets: Vec<usize> = matching.iter().take(MAX_SNIPPETS).map(|(start, _)| *start).collect();
+            hits.push((
+                matching.len(),
+                json!({ "page": name, "matches": matching.len(), "snippets": snippets, "offsets": offsets }),
+            ));
         }
         // Stable: pages with as many matches keep their name order.
         hits.sort_by_key(|hit| std::cmp::Reverse(hit.0));
@@ -95,6 +116,8 @@ pub struct Args {
     page: Option<String>,
     #[serde(default)]
     query: Option<String>,
+    #[serde(default)]
+    offset: Option<i64>,
 }
 
 impl Tool for ReadDocs {
@@ -106,9 +129,10 @@ impl Tool for ReadDocs {
 
     fn description(&self) -> String {
         "Read the user manual of this installed version. Call it with no arguments to list the pages, with `query` \
-         to search every page for words such as a config key or tool name (returns matching lines per page; every \
-         word must be on the line), or with `page` to read one page. Use it when the user asks how a feature, \
-         config key, tool, channel or command works. It describes how this version works, not what this instance \
+         to search every page for words such as a config key or tool name (returns matching lines per page, with \
+         the offset each starts at; every word must be on the line), or with `page` to read one page (30,000 \
+         characters at a time: pass `offset`, e.g. the result's `next_offset` or a search hit's offset, to read \
+         on). Use it when the user asks how a feature, config key, tool, channel or command works. It describes how this version works, not what this instance \
          has enabled; use get_settings for that. If it returns `docs_unavailable`, no manual is bundled."
             .into()
     }
@@ -119,6 +143,7 @@ impl Tool for ReadDocs {
             "properties": {
                 "page": { "type": ["string", "null"], "description": "Page name from the listing, for example 'configuration'." },
                 "query": { "type": ["string", "null"], "description": "Words to search for across every page." },
+                "offset": { "type": ["integer", "null"], "minimum": 0, "description": "With `page`: the character to start at, to read on past a cut (`next_offset`) or at a search hit (`offsets`)." },
             },
             "required": ["page", "query"],
             "additionalProperties": false
@@ -135,7 +160,13 @@ impl Tool for ReadDocs {
         }
         let given = |value: Option<String>| value.filter(|v| !v.trim().is_empty());
         if let Some(page) = given(args.page) {
-            return Ok(self.read(&page));
+            let offset = args.offset.unwrap_or(0);
+            let Ok(offset) = usize::try_from(offset) else {
+                return Err(minibot_agent::ToolError::invalid_arguments(format!(
+                    "offset must be 0 or more, got {offset}"
+                )));
+            };
+            return Ok(self.read(&page, offset));
         }
         if let Some(query) = given(args.query) {
             return Ok(self.search(&query));
@@ -156,7 +187,7 @@ mod tests {
     ];
 
     async fn call(page: Option<&str>, query: Option<&str>) -> Value {
-        let args = Args { page: page.map(str::to_string), query: query.map(str::to_string) };
+        let args = Args { page: page.map(str::to_string), query: query.map(str::to_string), offset: None };
         ReadDocs::with_pages(PAGES).call(args, &ToolContext::default()).await.unwrap()
     }
 
@@ -187,9 +218,31 @@ mod tests {
         let long = "x".repeat(PAGE_MAX_CHARS + 10);
         let leaked: &'static str = Box::leak(long.into_boxed_str());
         let pages: &'static [(&str, &str)] = Box::leak(vec![("big", leaked)].into_boxed_slice());
-        let args = Args { page: Some("big".into()), query: None };
+        let args = Args { page: Some("big".into()), query: None, offset: None };
         let read = ReadDocs::with_pages(pages).call(args, &ToolContext::default()).await.unwrap();
         assert_eq!(read["truncated"], true);
         assert_eq!(read["content"].as_str().unwrap().len(), PAGE_MAX_CHARS);
+    }
+
+    /// A page longer than one call's share is read on from `next_offset`, and a search hit names where it starts.
+    #[tokio::test]
+    async fn a_long_page_is_read_on_from_the_offset_a_cut_or_a_hit_gives() {
+        let long: &'static str =
+            Box::leak(format!("# Long\n{}\nthe needle line\n", "x".repeat(40_000)).into_boxed_str());
+        let pages: &'static [(&'static str, &'static str)] = Box::leak(vec![("long", long)].into_boxed_slice());
+        let docs = ReadDocs::with_pages(pages);
+        let ctx = ToolContext::default();
+        let first = docs.call(Args { page: Some("long".into()), query: None, offset: None }, &ctx).await.unwrap();
+        assert_eq!(first["truncated"], true);
+        let next = first["next_offset"].as_u64().unwrap();
+        let rest =
+            docs.call(Args { page: Some("long".into()), query: None, offset: Some(next as i64) }, &ctx).await.unwrap();
+        assert_eq!(rest["truncated"], false);
+        assert!(rest["content"].as_str().unwrap().ends_with("the needle line\n"));
+        let hit = docs.call(Args { page: None, query: Some("needle".into()), offset: None }, &ctx).await.unwrap();
+        let at = hit["results"][0]["offsets"][0].as_i64().unwrap();
+        let read = docs.call(Args { page: Some("long".into()), query: None, offset: Some(at) }, &ctx).await.unwrap();
+        assert_eq!(read["content"], "the needle line\n");
+        assert!(docs.call(Args { page: Some("long".into()), query: None, offset: Some(-1) }, &ctx).await.is_err());
     }
 }

@@ -35,6 +35,11 @@ pub fn register(registry: &mut ToolRegistry, services: &ToolServices) {
         return;
     };
     let store = Arc::new(GraphStore::new(config.resolve_path(&path)));
+    let closing = Arc::clone(&store);
+    services.closers.add(move || {
+        let store = Arc::clone(&closing);
+        Box::pin(async move { store.close().await })
+    });
     registry.register(dyn_tool(GraphLink::new(store.clone())));
     registry.register(dyn_tool(GraphUnlink::new(store.clone())));
     registry.register(dyn_tool(GraphMerge::new(store.clone())));

@@ -21,7 +21,7 @@ pub use memory_search::MemorySearch;
 pub use memory_update::MemoryUpdate;
 
 use crate::ToolServices;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Datelike, Utc};
 use minibot_agent::{ToolContext, ToolError, ToolRegistry, dyn_tool, excerpt};
 use minibot_config::Config;
 use minibot_kv_memory::{CATEGORIES, Entry, Filter, KvMemory, Limits};
@@ -34,6 +34,11 @@ pub fn register(registry: &mut ToolRegistry, services: &ToolServices) {
         return;
     }
     let memory = Arc::new(Memory::from_config(&services.config));
+    let closing = Arc::clone(&memory);
+    services.closers.add(move || {
+        let memory = Arc::clone(&closing);
+        Box::pin(async move { memory.close().await })
+    });
     registry.register(dyn_tool(MemoryCreate::new(Arc::clone(&memory))));
     registry.register(dyn_tool(MemoryUpdate::new(Arc::clone(&memory))));
     registry.register(dyn_tool(MemoryGet::new(Arc::clone(&memory))));
@@ -60,6 +65,13 @@ impl Memory {
             pool_size: section.pool_size,
             limits: Limits { default_limit: section.default_limit, max_limit: section.max_limit },
             store: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    /// Closes the store if a call opened it (before the runtime stops, see [`minibot_sqlite`]).
+    pub async fn close(&self) {
+        if let Some(store) = self.store.get() {
+            store.close().await;
         }
     }
 
@@ -101,12 +113,39 @@ fn input_error(code: &str, message: impl Into<String>) -> ToolError {
 
 /// An optional text argument: missing, `null` or blank is `None`; the text comes back trimmed.
 fn text(value: &Option<Value>, name: &str) -> Result<Option<String>, ToolError> {
-    match value {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) => Ok(Some(text.trim().to_string()).filter(|t| !t.is_empty())),
-        Some(other) => Err(input_error(&format!("invalid_{name}"), format!("{name} must be a string, not {other}"))),
+    let text = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(text)) => text.trim(),
+        Some(other) => {
+            return Err(input_error(
+                &format!("invalid_{name}"),
+                format!("{name} must be a string, not {}", excerpt(&other.to_string())),
+            ));
+        }
+    };
+    if let Some(most) = max_chars(name)
+        && text.chars().count() > most
+    {
+        return Err(input_error(&format!("invalid_{name}"), format!("{name} is longer than {most} characters")));
     }
+    Ok(Some(text.to_string()).filter(|t| !t.is_empty()))
 }
+
+/// The longest text each argument may be: MiniBot's column sizes (title 100, source 256), and bounds that keep one
+/// entry a note rather than a document (a search returns up to 100 of them to the model).
+fn max_chars(name: &str) -> Option<usize> {
+    Some(match name {
+        "title" => 100,
+        "source" => 256,
+        "data" => 20_000,
+        "query" => 1_000,
+        "entry_id" => 64,
+        _ => return None,
+    })
+}
+
+/// The most bytes of `metadata` an entry keeps, as JSON.
+const MAX_METADATA_BYTES: usize = 4_096;
 
 /// The entry id every tool but create and search needs.
 fn entry_id(value: &Option<Value>, tool: &str) -> Result<String, ToolError> {
@@ -146,6 +185,12 @@ fn metadata(value: &Option<Value>) -> Result<Option<Map<String, Value>>, ToolErr
         },
         Some(_) => return Err(invalid()),
     };
+    if serde_json::to_string(&map).map_or(0, |json| json.len()) > MAX_METADATA_BYTES {
+        return Err(input_error(
+            "invalid_metadata",
+            format!("metadata is larger than {MAX_METADATA_BYTES} bytes as JSON"),
+        ));
+    }
     if map.contains_key("category") {
         return Err(input_error(
             "category_in_metadata",
@@ -168,6 +213,14 @@ fn datetime(value: &Option<Value>, name: &str) -> Result<Option<DateTime<Utc>>, 
 /// `expires_at`, which must lie ahead: an entry that is already expired would never be seen again.
 fn expiry(value: &Option<Value>) -> Result<Option<DateTime<Utc>>, ToolError> {
     let expires_at = datetime(value, "expires_at")?;
+    if let Some(at) = expires_at
+        && at.year() > minibot_kv_memory::time::LAST_YEAR
+    {
+        return Err(input_error(
+            "invalid_expires_at",
+            format!("expires_at must be in the year {} or earlier (UTC)", minibot_kv_memory::time::LAST_YEAR),
+        ));
+    }
     if let Some(at) = expires_at
         && at <= Utc::now()
     {

@@ -191,8 +191,14 @@ impl SchedulePrompt {
         let start = match (args.run_at.as_deref().filter(|t| !t.trim().is_empty()), args.delay_seconds) {
             (Some(_), Some(_)) => return Err(Refusal::invalid("give run_at or delay_seconds, not both")),
             (Some(text), None) => Some(parse_time("run_at", text, zone)?.max(now)),
-            (None, Some(delay)) if delay >= 1 => {
-                Some(now + chrono::Duration::seconds(delay.min(MAX_YEARS_AHEAD * 366 * 86_400)))
+            (None, Some(delay)) if (1..=MAX_YEARS_AHEAD * 365 * 86_400).contains(&delay) => {
+                Some(now + chrono::Duration::seconds(delay))
+            }
+            (None, Some(delay)) if delay > 0 => {
+                return Err(Refusal::invalid(format!(
+                    "delay_seconds must be at most {} ({MAX_YEARS_AHEAD} years), got {delay}",
+                    MAX_YEARS_AHEAD * 365 * 86_400
+                )));
             }
             (None, Some(delay)) => {
                 return Err(Refusal::invalid(format!("delay_seconds must be 1 or more, got {delay}")));
@@ -246,6 +252,7 @@ impl SchedulePrompt {
             metadata,
             recurrence,
             end_at,
+            time_zone: zone,
             max_attempts: self.service.max_attempts.max(1),
         })
     }
