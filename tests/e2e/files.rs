@@ -35,7 +35,7 @@ fn reporter(home: &Home) {
     .unwrap();
 }
 
-fn tool_results(request: &Value) -> Vec<Value> {
+pub(crate) fn tool_results(request: &Value) -> Vec<Value> {
     request["messages"]
         .as_array()
         .unwrap()

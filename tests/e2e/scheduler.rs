@@ -73,6 +73,18 @@ fn seen(fake: &FakeTelegram, chat_id: i64) -> Vec<String> {
         .collect()
 }
 
+/// A user message that schedules `content` 2 s ahead (the model acknowledges with `ack`), and the model's
+/// `answer` when it fires.
+fn reminder(message: &str, content: &str, ack: &str, answer: &str) -> Vec<Script> {
+    vec![
+        Script::new(
+            message,
+            vec![Reply::tool("schedule_prompt", json!({ "content": content, "delay_seconds": 2 })), Reply::text(ack)],
+        ),
+        Script::containing(content, vec![Reply::text(answer)]),
+    ]
+}
+
 /// The wall time a request the fake received at `arrival` came in.
 fn wall(arrival: Instant) -> DateTime<Utc> {
     Utc::now() - chrono::Duration::from_std(arrival.elapsed()).unwrap()
@@ -80,16 +92,12 @@ fn wall(arrival: Instant) -> DateTime<Utc> {
 
 #[tokio::test]
 async fn a_reminder_two_seconds_ahead_fires_on_time_into_the_chat() {
-    let llm = ScriptedLlm::start(vec![
-        Script::new(
-            "remind me to stretch in 2 seconds",
-            vec![
-                Reply::tool("schedule_prompt", json!({ "content": "STRETCH-NOW", "delay_seconds": 2 })),
-                Reply::text("Reminder set."),
-            ],
-        ),
-        Script::containing("STRETCH-NOW", vec![Reply::text("Time to stretch!")]),
-    ])
+    let llm = ScriptedLlm::start(reminder(
+        "remind me to stretch in 2 seconds",
+        "STRETCH-NOW",
+        "Reminder set.",
+        "Time to stretch!",
+    ))
     .await;
     let fake = FakeTelegram::start().await;
     let home = home(&llm, &fake, OPEN, "");
@@ -269,16 +277,12 @@ fn fastrand_ms(max: u64) -> u64 {
 /// The interactive console fires the console chat's jobs: the answer appears without the user typing.
 #[tokio::test]
 async fn the_interactive_console_shows_a_reminder_when_it_comes_due() {
-    let llm = ScriptedLlm::start(vec![
-        Script::new(
-            "ping me in 2 seconds",
-            vec![
-                Reply::tool("schedule_prompt", json!({ "content": "PING-CONSOLE", "delay_seconds": 2 })),
-                Reply::text("Will do."),
-            ],
-        ),
-        Script::containing("PING-CONSOLE", vec![Reply::text("Ping! This is your reminder.")]),
-    ])
+    let llm = ScriptedLlm::start(reminder(
+        "ping me in 2 seconds",
+        "PING-CONSOLE",
+        "Will do.",
+        "Ping! This is your reminder.",
+    ))
     .await;
     let home = Home::new(&llm.base_url(), "");
     let mut terminal = minibot_e2e::Terminal::start(&home);
@@ -327,13 +331,7 @@ async fn bad_arguments_from_the_model_are_refused_by_name() {
     let output = minibot_e2e::run(home.minibot(&["console", "--once", "schedule badly"])).await;
     assert!(output.status.success(), "{}", minibot_e2e::stderr(&output));
     let last = llm.requests().last().cloned().unwrap();
-    let results: Vec<serde_json::Value> = last["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| serde_json::from_str(m["content"].as_str().unwrap()).unwrap())
-        .collect();
+    let results = crate::files::tool_results(&last);
     assert_eq!(results.len(), bad.len() + 4);
     for ((args, reason), result) in bad.iter().zip(&results) {
         assert_eq!(result["scheduled"], false, "{args} → {result}");
@@ -373,13 +371,7 @@ async fn a_chat_cannot_see_or_cancel_another_chats_jobs() {
     fake.push_text(502, USER, "cancel that");
     daemon.until(&fake, "the reply", || seen(&fake, 502).iter().any(|t| t == "Tried.")).await;
     let last = llm.requests().last().cloned().unwrap();
-    let results: Vec<serde_json::Value> = last["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| serde_json::from_str(m["content"].as_str().unwrap()).unwrap())
-        .collect();
+    let results = crate::files::tool_results(&last);
     assert_eq!(results[0]["total"], 0, "{}", results[0]);
     assert_eq!(results[1]["error_code"], "scheduler:not_found");
     assert_eq!(results[2]["error_code"], "scheduler:not_found");

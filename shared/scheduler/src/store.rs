@@ -430,20 +430,8 @@ impl SchedulerStore {
             .bind(&fire.job_id)
             .fetch_optional(&mut *tx)
             .await?;
-        let now_text = to_text(now);
         let outcome = if i64::from(attempts) >= max_attempts.unwrap_or(1).max(1) {
             sqlx::query("DELETE FROM scheduled_fires WHERE id = ?1").bind(fire.id).execute(&mut *tx).await?;
-            sqlx::query(
-                "UPDATE scheduled_prompts SET status = 'failed', lease_expires_at = NULL, retry_count = ?2,
-                     last_error = ?3, updated_at = ?4
-                 WHERE id = ?1",
-            )
-            .bind(&fire.job_id)
-            .bind(i64::from(attempts))
-            .bind(error)
-            .bind(&now_text)
-            .execute(&mut *tx)
-            .await?;
             AfterFailure::GaveUp
         } else {
             let at = now.checked_add_signed(retry_delay(attempts)).unwrap_or(DateTime::<Utc>::MAX_UTC);
@@ -457,17 +445,22 @@ impl SchedulerStore {
             .bind(to_text(at))
             .execute(&mut *tx)
             .await?;
-            sqlx::query(
-                "UPDATE scheduled_prompts SET retry_count = ?2, last_error = ?3, updated_at = ?4 WHERE id = ?1",
-            )
-            .bind(&fire.job_id)
-            .bind(i64::from(attempts))
-            .bind(error)
-            .bind(&now_text)
-            .execute(&mut *tx)
-            .await?;
             AfterFailure::RetryAt(at)
         };
+        let gave_up = outcome == AfterFailure::GaveUp;
+        sqlx::query(
+            "UPDATE scheduled_prompts SET retry_count = ?2, last_error = ?3, updated_at = ?4,
+                 status = CASE WHEN ?5 THEN 'failed' ELSE status END,
+                 lease_expires_at = CASE WHEN ?5 THEN NULL ELSE lease_expires_at END
+             WHERE id = ?1",
+        )
+        .bind(&fire.job_id)
+        .bind(i64::from(attempts))
+        .bind(error)
+        .bind(to_text(now))
+        .bind(gave_up)
+        .execute(&mut *tx)
+        .await?;
         tx.commit().await?;
         Ok(outcome)
     }
