@@ -364,3 +364,14 @@ async fn a_sandbox_mode_that_cannot_run_names_the_section_to_change() {
     assert!(commands.contains("[tools.python_exec] sandbox_mode = \"jail\" cannot run here"), "{commands}");
     assert!(commands.contains("fix: set [tools.python_exec] sandbox_mode to a mode this host has"), "{commands}");
 }
+
+#[tokio::test]
+async fn a_database_folder_that_cannot_be_made_is_named_with_its_key() {
+    let llm = ScriptedLlm::start(vec![]).await;
+    let home = Home::new(&llm.base_url(), "[scheduler.prompts]\nsqlite_url = \"sqlite:///./a-file/jobs/sp.db\"\n");
+    // A file where the database's folder would go.
+    std::fs::write(home.path().join("a-file"), "not a folder").unwrap();
+    let output = doctor(&home).await;
+    let failed = failing(&output, "database");
+    assert!(failed.contains("scheduler.prompts.sqlite_url: ") && failed.contains("cannot be made"), "{failed}");
+}

@@ -161,13 +161,41 @@ pub fn data_folder(config: &Config) -> PathBuf {
 /// The `data` and `logs` lines: where they are, and that this user can write there. They sit next to the
 /// config file (in the platform data folder for the platform config file or none): no key moves them.
 pub fn state_folders(config: &Config, report: &mut Report<impl Write>) {
-    folder_line("data", &data_folder(config), report);
+    let data = data_folder(config);
+    folder_line("data", "", &data, report);
     let logs = config.log_dir();
-    folder_line("logs", &std::path::absolute(&logs).unwrap_or(logs), report);
+    folder_line("logs", "", &std::path::absolute(&logs).unwrap_or(logs), report);
+    database_folders(config, &data, report);
 }
 
-fn folder_line(topic: &str, folder: &Path, report: &mut Report<impl Write>) {
-    let shown = folder.display();
+/// A line for each database the config puts outside the data folder (the ones inside are covered by its line):
+/// a folder that cannot be made stops start-up, or, for the memory and graph files, fails the first call.
+fn database_folders(config: &Config, data: &Path, report: &mut Report<impl Write>) {
+    let scheduler = &config.scheduler.prompts;
+    let databases = [
+        ("memory.sqlite_url", Some(config.memory.sqlite_url.clone())),
+        ("tasks.sqlite.sqlite_url", config.tasks.enabled.then(|| config.tasks.sqlite.sqlite_url.clone())),
+        ("scheduler.prompts.sqlite_url", (scheduler.enabled != Some(false)).then(|| scheduler.sqlite_url.clone())),
+        (
+            "tools.kv_memory.sqlite_url",
+            config.tools.kv_memory.enabled.then(|| config.tools.kv_memory.sqlite_url.clone()),
+        ),
+        ("graph sqlite_url", config.extensions.graph_sqlite_url()),
+    ];
+    for (key, url) in databases {
+        let Some(path) = url.as_deref().and_then(minibot_config::sqlite_path_from_url) else { continue };
+        let path = config.resolve_path(&path);
+        let folder = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let folder = std::path::absolute(&folder).unwrap_or(folder);
+        if folder != data {
+            folder_line("database", &format!("{key}: "), &folder, report);
+        }
+    }
+}
+
+/// The line about `folder`, its message starting with `label`.
+fn folder_line(topic: &str, label: &str, folder: &Path, report: &mut Report<impl Write>) {
+    let shown = format!("{label}{}", folder.display());
     match std::fs::metadata(folder) {
         Ok(meta) if !meta.is_dir() => report.fail(topic, format!("{shown} is not a folder"), "move that file away"),
         Ok(_) if !writable(folder) => {
@@ -189,8 +217,9 @@ fn writable(path: &Path) -> bool {
     nix::unistd::access(path, nix::unistd::AccessFlags::W_OK).is_ok()
 }
 
+/// The nearest part of `path` that exists, when it is a folder (a file in the way means no folder can be made).
 fn existing_ancestor(path: &Path) -> Option<PathBuf> {
-    path.ancestors().find(|p| p.exists()).map(Path::to_path_buf)
+    path.ancestors().find(|p| p.exists()).filter(|p| p.is_dir()).map(Path::to_path_buf)
 }
 
 /// The `disk` line: free space where the data folder lives (or would).
