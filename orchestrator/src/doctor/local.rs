@@ -201,7 +201,7 @@ fn folder_line(topic: &str, label: &str, folder: &Path, report: &mut Report<impl
         Ok(_) if !writable(folder) => {
             report.fail(topic, format!("{shown} is not writable"), "give the user minibot runs as write access")
         }
-        Ok(_) => report.ok(topic, shown.to_string()),
+        Ok(_) => report.ok(topic, &shown),
         Err(_) => match existing_ancestor(folder) {
             Some(parent) if writable(&parent) => report.ok(topic, format!("{shown} (made at first start)")),
             _ => report.fail(

@@ -206,6 +206,9 @@ pub(crate) fn check(config: &Config, origin: &str) -> Result<()> {
         return Err(invalid("memory.sqlite_url", "must be a SQLite URL such as sqlite:///./data/minibot.db".into()));
     }
     check_scheduler(config, &invalid)?;
+    if config.tools.kv_memory.enabled && !(1..=MAX_POOL_SIZE).contains(&u64::from(config.tools.kv_memory.pool_size)) {
+        return Err(invalid("tools.kv_memory.pool_size", format!("must be between 1 and {MAX_POOL_SIZE}")));
+    }
     for (index, module) in config.extensions.modules.iter().enumerate() {
         if !KNOWN_EXTENSION_MODULES.contains(&module.as_str()) {
             return Err(invalid(
@@ -216,6 +219,10 @@ pub(crate) fn check(config: &Config, origin: &str) -> Result<()> {
     }
     check_graph_extension(config, &invalid)
 }
+
+/// The most connections a database pool may hold: SQLite has one writer, so more only cost memory (a pool of
+/// 4 billion is an allocation that aborts the process).
+const MAX_POOL_SIZE: u64 = 64;
 
 /// `[scheduler.prompts]`, while it is on: a SQLite URL, and counts and durations of at least 1 (0 would make a
 /// scheduler that never fires, never retries or busy-loops) and at most a sane bound.
@@ -248,6 +255,7 @@ fn check_scheduler(config: &Config, invalid: &dyn Fn(&str, String) -> ConfigErro
         ("poll_interval_seconds", section.poll_interval_seconds, 86_400),
         ("lease_timeout_seconds", section.lease_timeout_seconds, 604_800),
         ("min_recurrence_interval_seconds", section.min_recurrence_interval_seconds, 315_360_000),
+        ("pool_size", u64::from(section.pool_size), MAX_POOL_SIZE),
     ];
     for (key, value, most) in bounds {
         if value > most {

@@ -1,6 +1,8 @@
 //! How node, relation and search text becomes an identifier: NFKD, combining marks dropped, lowercase, every run
 //! of characters that are not letters or digits one `_`, no `_` at either end. "Arch-Linux", "arch linux" and
 //! "Arch_Línux" are one node; a graph whose ids do not converge answers no question a key/value store could not.
+//! Accents are dropped from Latin letters only: in other scripts a combining mark tells words apart (Thai ข้าว
+//! "rice" and ข่าว "news" differ by a tone mark) and stays.
 //!
 //! MiniBot keeps only `a-z0-9`, so every name in another script vanishes: "Иван" is refused and "Иван 2" and
 //! "Петр 2" are both `2`, one node for two people. Here letters and digits of every script stay (lowercased), so
@@ -27,11 +29,24 @@ pub fn slug(value: &str, field: &str) -> Result<String, GraphError> {
 }
 
 fn slug_or_empty(value: &str) -> String {
-    let folded: String = value.nfkd().filter(|c| canonical_combining_class(*c) == 0).collect();
+    // Accents come off Latin letters (`José` is `jose`, as in MiniBot); in other scripts a combining mark is part
+    // of the letter (Thai tone marks, Devanagari virama, kana voicing, Cyrillic breve) and stays, recomposed.
+    let mut kept = String::with_capacity(value.len());
+    let mut base_is_ascii = false;
+    for c in value.nfkd() {
+        if canonical_combining_class(c) == 0 && !is_mark(c) {
+            base_is_ascii = c.is_ascii();
+            kept.push(c);
+        } else if !base_is_ascii {
+            kept.push(c);
+        }
+    }
+    let folded: String = kept.nfc().collect();
     let mut out = String::with_capacity(folded.len());
     let mut gap = false;
     for c in folded.to_lowercase().chars() {
-        if c.is_alphanumeric() {
+        // A mark left here belongs to a non-Latin letter: it is part of the word.
+        if c.is_alphanumeric() || (is_mark(c) && !out.is_empty() && !gap) {
             if gap && !out.is_empty() {
                 out.push('_');
             }
@@ -42,6 +57,12 @@ fn slug_or_empty(value: &str) -> String {
         }
     }
     out
+}
+
+/// A combining character of class 0 (Thai vowel signs, Devanagari vowel signs): marks by Unicode category, which
+/// `canonical_combining_class` alone misses.
+fn is_mark(c: char) -> bool {
+    unicode_normalization::char::is_combining_mark(c)
 }
 
 /// A node id: `type:id` keeps its first `:` and slugs both halves (`person:Jo Doe` is `person:jo_doe`); an id
@@ -120,6 +141,10 @@ mod tests {
         assert_eq!(node("place:日本").unwrap(), "place:日本");
         assert_eq!(node("Straße").unwrap(), "straße");
         assert_ne!(node("Straße").unwrap(), node("stra e").unwrap());
+        assert_ne!(node("ข้าว").unwrap(), node("ข่าว").unwrap(), "rice is not news");
+        assert_ne!(node("ぶた").unwrap(), node("ふた").unwrap(), "a pig is not a lid");
+        assert_eq!(node("person:Мой").unwrap(), "person:мой");
+        assert_eq!(node("पक्का").unwrap(), "पक्का");
     }
 
     #[test]

@@ -138,6 +138,10 @@ const COLUMNS: &str = "CAST(k.id AS BLOB), CAST(k.owner_id AS BLOB), CAST(k.titl
      CAST(k.metadata AS BLOB), CAST(k.source AS BLOB), CAST(k.created_at AS BLOB), CAST(k.updated_at AS BLOB), \
      CAST(k.expires_at AS BLOB)";
 
+/// The stored time layout as a GLOB pattern: text in it compares as time.
+const STORED_SHAPE: &str =
+    "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9][0-9][0-9][0-9]";
+
 /// Column `index` of a row selected `CAST(… AS BLOB)`, as text (invalid UTF-8 replaced).
 fn lossy(row: &SqliteRow, index: usize) -> Result<Option<String>> {
     Ok(row.try_get::<Option<Vec<u8>>, _>(index)?.map(|bytes| String::from_utf8_lossy(&bytes).into_owned()))
@@ -158,7 +162,6 @@ impl KvMemory {
         let store = Self { pool, limits };
         let mut tx = store.pool.begin_with("BEGIN IMMEDIATE").await?;
         fill_keys(&mut tx).await?;
-        normalise_expiry(&mut tx).await?;
         purge_expired(&mut tx).await?;
         tx.commit().await?;
         Ok(store)
@@ -335,8 +338,11 @@ pub fn fold(text: &str) -> String {
 
 type Tx = sqlx::Transaction<'static, Sqlite>;
 
-/// Deletes every expired entry (of every owner: the file is this instance's); the FTS triggers follow.
+/// Deletes every expired entry (of every owner: the file is this instance's); the FTS triggers follow. Expiry
+/// times another program wrote in another layout are put into the stored one first, so each is compared as the
+/// instant it names.
 async fn purge_expired(tx: &mut Tx) -> Result<u64> {
+    normalise_expiry(tx).await?;
     let purged = sqlx::query("DELETE FROM kv_memory WHERE expires_at IS NOT NULL AND expires_at <= ?1")
         .bind(time::stored(Utc::now()))
         .execute(&mut **tx)
@@ -350,11 +356,10 @@ async fn purge_expired(tx: &mut Tx) -> Result<u64> {
 /// would count as past at 19:00 UTC and the live row would be deleted. Text that is no time at all is cleared
 /// (the entry never expires) rather than guessed at.
 async fn normalise_expiry(tx: &mut Tx) -> Result<()> {
-    let rows = sqlx::query(
+    let rows = sqlx::query(AssertSqlSafe(format!(
         "SELECT rowid, typeof(expires_at), CAST(expires_at AS BLOB) FROM kv_memory WHERE expires_at IS NOT NULL
-             AND (typeof(expires_at) != 'text' OR expires_at NOT GLOB
-                 '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9][0-9][0-9][0-9]')",
-    )
+             AND (typeof(expires_at) != 'text' OR expires_at NOT GLOB '{STORED_SHAPE}')"
+    )))
     .fetch_all(&mut **tx)
     .await?;
     for row in rows {
@@ -400,7 +405,7 @@ async fn fill_keys(tx: &mut Tx) -> Result<()> {
 async fn fetch(conn: &mut sqlx::SqliteConnection, owner_id: &str, entry_id: &str) -> Result<Option<Entry>> {
     let row = sqlx::query(AssertSqlSafe(format!(
         "SELECT {COLUMNS} FROM kv_memory k WHERE k.owner_id = ?1 AND k.id = ?2 \
-         AND (k.expires_at IS NULL OR k.expires_at > ?3)"
+         AND (k.expires_at IS NULL OR k.expires_at > ?3 OR k.expires_at NOT GLOB '{STORED_SHAPE}')"
     )))
     .bind(owner_id)
     .bind(entry_id)
@@ -441,7 +446,10 @@ fn select(head: &str, scope: &Scope<'_>, matcher: &Match<'_>) -> QueryBuilder<Sq
         }
     }
     q.push("k.owner_id = ").push_bind(scope.owner_id);
-    q.push(" AND (k.expires_at IS NULL OR k.expires_at > ").push_bind(scope.now).push(")");
+    // An expiry in another layout (written by another program since the last write) is not compared as text: it
+    // shows until the next write puts it in the stored layout and judges it.
+    q.push(" AND (k.expires_at IS NULL OR k.expires_at > ").push_bind(scope.now);
+    q.push(format!(" OR k.expires_at NOT GLOB '{STORED_SHAPE}')"));
     if let Match::Contains(needle) = matcher {
         q.push(" AND (instr(k.title_key, ").push_bind(needle.as_str()).push(") > 0 OR instr(k.data_key, ");
         q.push_bind(needle.as_str()).push(") > 0)");

@@ -387,3 +387,29 @@ async fn odd_rows_written_elsewhere_never_disable_the_store_or_lose_live_entries
     assert!(titles(&otros).contains(&"Blob note"), "{:?}", titles(&otros));
     assert!(!titles(&otros).contains(&"Not JSON"));
 }
+
+/// An expiry another program writes while the store is open, in another layout, is judged by its instant at the
+/// next write: a live row is not purged.
+#[tokio::test]
+async fn an_expiry_written_later_in_another_layout_is_judged_by_its_instant() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir).await;
+    let entry = create(&store, "Live", "still here").await;
+    let in_an_hour =
+        (Utc::now() + chrono::Duration::hours(1)).with_timezone(&chrono::FixedOffset::west_opt(10 * 3600).unwrap());
+    let mut conn =
+        SqliteConnection::connect_with(&SqliteConnectOptions::new().filename(dir.path().join("kv_memory.db")))
+            .await
+            .unwrap();
+    sqlx::query("UPDATE kv_memory SET expires_at = ?1 WHERE id = ?2")
+        .bind(in_an_hour.format("%Y-%m-%d %H:%M:%S%:z").to_string())
+        .bind(&entry.id)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    conn.close().await.unwrap();
+    assert!(store.get(OWNER, &entry.id).await.unwrap().is_some(), "shown before the next write");
+    create(&store, "Another", "write").await;
+    let kept = store.get(OWNER, &entry.id).await.unwrap().expect("not purged by the write");
+    assert!(kept.expires_at.is_some());
+}

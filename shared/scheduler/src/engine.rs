@@ -88,6 +88,7 @@ impl Engine {
 
     /// Fires everything due now and delivers what is waiting; returns when to look again.
     pub async fn step(&self) -> crate::store::Result<Option<DateTime<Utc>>> {
+        self.store.tidy().await?;
         let now = self.clock.now();
         loop {
             let fires = self.store.fire_due(now, &self.channels, &self.claimant).await?;

@@ -7,7 +7,7 @@
 use crate::job::{Fire, Job, JobStatus, NewJob, Target};
 use crate::recurrence::Recurrence;
 use crate::time_text::{from_text, to_text};
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Datelike, Utc};
 use sqlx::sqlite::{SqlitePool, SqliteRow};
 // Every SQL text built here joins fixed fragments and `?n` placeholders; values are always bound.
 use sqlx::{AssertSqlSafe, Row, Sqlite, Transaction};
@@ -66,6 +66,9 @@ pub struct Removed {
     pub before: Job,
 }
 
+/// The last year a stored time may have: past it the text (`+10000-…`) no longer sorts as time.
+const LAST_YEAR: i32 = 9999;
+
 /// The stored layout exactly, as a GLOB pattern.
 const CANONICAL: &str =
     "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9][0-9][0-9][0-9]";
@@ -93,8 +96,23 @@ impl SchedulerStore {
     /// Puts rows other programs wrote into the shape the queries compare: times with an offset or a `T`
     /// (`2026-12-04T19:00:00+05:00` compared as text would sort after `2026-12-04 19:…` and fire hours late) are
     /// rewritten as UTC text; fires of jobs that no longer exist are dropped. Times that do not parse are left for
-    /// the firing to fail their job with a reason.
-    async fn tidy(&self) -> Result<()> {
+    /// the firing to fail their job with a reason. Run at open and before every firing (another process may have
+    /// written since); it only reads unless something needs fixing.
+    pub async fn tidy(&self) -> Result<()> {
+        let shape = |column: &str| {
+            format!("{column} IS NOT NULL AND (typeof({column}) != 'text' OR {column} NOT GLOB '{CANONICAL}')")
+        };
+        let needs: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
+            "SELECT (SELECT COUNT(*) FROM scheduled_prompts WHERE status IN ('pending', 'leased') AND (({}) OR ({})))
+                  + (SELECT COUNT(*) FROM scheduled_fires WHERE job_id NOT IN (SELECT id FROM scheduled_prompts))",
+            shape("run_at"),
+            shape("recurrence_end_at")
+        )))
+        .fetch_one(&self.pool)
+        .await?;
+        if needs == 0 {
+            return Ok(());
+        }
         let mut tx = self.write().await?;
         sqlx::query("DELETE FROM scheduled_fires WHERE job_id NOT IN (SELECT id FROM scheduled_prompts)")
             .execute(&mut *tx)
@@ -102,14 +120,15 @@ impl SchedulerStore {
         for column in ["run_at", "recurrence_end_at"] {
             let rows = sqlx::query(AssertSqlSafe(format!(
                 "SELECT rowid, CAST({column} AS TEXT) FROM scheduled_prompts
-                 WHERE {column} IS NOT NULL AND (typeof({column}) != 'text' OR {column} NOT GLOB '{CANONICAL}')"
+                 WHERE status IN ('pending', 'leased') AND {}",
+                shape(column)
             )))
             .fetch_all(&mut *tx)
             .await?;
             for row in rows {
                 let rowid: i64 = row.try_get(0)?;
-                let raw: Option<String> = row.try_get(1)?;
-                if let Some(at) = raw.as_deref().and_then(from_text) {
+                let raw: Option<String> = row.try_get(1).unwrap_or(None);
+                if let Some(at) = raw.as_deref().and_then(from_text).filter(|at| at.year() <= LAST_YEAR) {
                     sqlx::query(AssertSqlSafe(format!("UPDATE scheduled_prompts SET {column} = ?1 WHERE rowid = ?2")))
                         .bind(to_text(at))
                         .bind(rowid)
@@ -584,7 +603,7 @@ fn read_job(row: &SqliteRow) -> Option<Job> {
             user_id: row.try_get::<Option<i64>, _>("user_id").ok().flatten(),
         },
         role: text("role").unwrap_or_else(|| "user".into()),
-        content: text("content").unwrap_or_default(),
+        content: text("content")?,
         status: JobStatus::parse(&text("status")?)?,
         run_at: time("run_at")?,
         retry_count: row.try_get::<i64, _>("retry_count").ok().and_then(|n| u32::try_from(n).ok()).unwrap_or(0),
@@ -595,7 +614,11 @@ fn read_job(row: &SqliteRow) -> Option<Job> {
         interval_seconds: row.try_get::<Option<i64>, _>("recurrence_interval_seconds").ok().flatten(),
         cron_expression: text("recurrence_cron_expression"),
         time_zone: text("recurrence_time_zone"),
-        end_at: time("recurrence_end_at"),
+        // Present but unreadable, it would let the job repeat for ever: the row does not read, and fails.
+        end_at: match text("recurrence_end_at") {
+            None => None,
+            Some(raw) => Some(from_text(&raw)?),
+        },
         created_at: time("created_at").unwrap_or_default(),
         updated_at: time("updated_at").unwrap_or_default(),
     })

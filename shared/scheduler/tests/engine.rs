@@ -374,3 +374,30 @@ async fn a_stored_time_with_an_offset_fires_at_the_instant_it_names() {
     engine(store, clock, recorder.clone(), "a").step().await.unwrap();
     assert_eq!(recorder.fires.lock().unwrap().len(), 1);
 }
+
+/// Times another process writes while the scheduler runs are read as the instants they name: one due by its
+/// instant fires although its text sorts later, one not due yet does not fire although its text sorts earlier.
+#[tokio::test]
+async fn times_written_with_offsets_while_running_fire_at_their_instant() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let store = store(&path).await;
+    let clock = ManualClock::new(at(9, 0, 0));
+    let due = store.create(job("due", at(23, 0, 0), Recurrence::None), clock.now()).await.unwrap();
+    let later = store.create(job("later", at(23, 0, 0), Recurrence::None), clock.now()).await.unwrap();
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display())).await.unwrap();
+    for (id, text) in [(&due.id, "2026-12-04T14:00:00+05:00"), (&later.id, "2026-12-03T23:59:00-23:59")] {
+        sqlx::query("UPDATE scheduled_prompts SET run_at = ?2 WHERE id = ?1")
+            .bind(id)
+            .bind(text)
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+    pool.close().await;
+    let recorder = Arc::new(Recorder::default());
+    let next = engine(store, clock, recorder.clone(), "a").step().await.unwrap();
+    assert_eq!(recorder.fires.lock().unwrap().iter().map(|f| f.0.clone()).collect::<Vec<_>>(), ["due"]);
+    // 2026-12-03 23:59 at -23:59 is 2026-12-04 23:58 UTC.
+    assert_eq!(next, Some(at(23, 58, 0)));
+}

@@ -14,6 +14,8 @@ const PAGE_MAX_CHARS: usize = 30_000;
 const MAX_HITS: usize = 8;
 /// The most matching lines shown per page.
 const MAX_SNIPPETS: usize = 3;
+/// The most distinct words of a query that are searched.
+const MAX_TERMS: usize = 16;
 /// The most characters of one matching line.
 const SNIPPET_MAX_CHARS: usize = 200;
 
@@ -65,7 +67,13 @@ impl ReadDocs {
     }
 
     fn search(&self, query: &str) -> Value {
-        let terms: Vec<String> = query.to_lowercase().split_whitespace().map(str::to_string).collect();
+        // Each term costs a pass over every line: repeated ones count once, and at most MAX_TERMS are used.
+        let mut terms: Vec<String> = Vec::new();
+        for term in query.to_lowercase().split_whitespace() {
+            if !terms.iter().any(|t| t == term) && terms.len() < MAX_TERMS {
+                terms.push(term.to_string());
+            }
+        }
         let mut hits: Vec<(usize, Value)> = Vec::new();
         for (name, text) in self.pages {
             // Each line with the character offset it starts at, so a hit can be read in full with `offset`.

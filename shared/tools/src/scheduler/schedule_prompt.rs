@@ -172,6 +172,17 @@ impl SchedulePrompt {
         }
         let metadata = match args.metadata.clone() {
             None | Some(Value::Null) => json!({}),
+            // As a JSON object, or (as some models write objects) as its JSON text.
+            Some(Value::String(text)) if text.trim().is_empty() => json!({}),
+            Some(Value::String(text)) => match serde_json::from_str::<Value>(&text) {
+                Ok(object @ Value::Object(_)) if object.to_string().len() <= MAX_METADATA_BYTES => object,
+                Ok(Value::Object(_)) => {
+                    return Err(Refusal::invalid(format!(
+                        "metadata is larger than {MAX_METADATA_BYTES} bytes as JSON"
+                    )));
+                }
+                _ => return Err(Refusal::invalid("metadata must be a JSON object")),
+            },
             Some(object @ Value::Object(_)) if object.to_string().len() <= MAX_METADATA_BYTES => object,
             Some(Value::Object(_)) => {
                 return Err(Refusal::invalid(format!("metadata is larger than {MAX_METADATA_BYTES} bytes as JSON")));
