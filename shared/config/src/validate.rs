@@ -206,6 +206,13 @@ pub(crate) fn check(config: &Config, origin: &str) -> Result<()> {
         return Err(invalid("memory.sqlite_url", "must be a SQLite URL such as sqlite:///./data/minibot.db".into()));
     }
     check_scheduler(config, &invalid)?;
+    let http_timeout = config.tools.http_client.timeout_seconds;
+    if config.tools.http_client.enabled && !(http_timeout.is_finite() && http_timeout > 0.0 && http_timeout <= 3600.0) {
+        return Err(invalid(
+            "tools.http_client.timeout_seconds",
+            "must be a number of seconds above 0, at most 3600".into(),
+        ));
+    }
     if config.tools.kv_memory.enabled && !(1..=MAX_POOL_SIZE).contains(&u64::from(config.tools.kv_memory.pool_size)) {
         return Err(invalid("tools.kv_memory.pool_size", format!("must be between 1 and {MAX_POOL_SIZE}")));
     }

@@ -73,8 +73,9 @@ const LAST_YEAR: i32 = 9999;
 const CANONICAL: &str =
     "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9][0-9][0-9][0-9]";
 
-/// SQL that holds for a stored time (`YYYY-MM-DD …`), so that garbage is told apart without reading every row.
-const TIME_SHAPE: &str = "run_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*'";
+/// SQL that holds for a `run_at` in the stored layout: anything else (garbage, or a layout tidy could not read)
+/// is taken by the next firing and fails, and is never the next time to wake for.
+const TIME_SHAPE: &str = "run_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9][0-9][0-9][0-9]'";
 
 const JOB_COLUMNS: &str = "rowid AS row_key, id, owner_id, channel, chat_id, user_id, role, content, status, run_at, retry_count, \
      max_attempts, metadata, last_error, recurrence, recurrence_interval_seconds, recurrence_cron_expression, \
@@ -119,7 +120,7 @@ impl SchedulerStore {
             .await?;
         for column in ["run_at", "recurrence_end_at"] {
             let rows = sqlx::query(AssertSqlSafe(format!(
-                "SELECT rowid, CAST({column} AS TEXT) FROM scheduled_prompts
+                "SELECT rowid, CAST({column} AS TEXT), typeof({column}) FROM scheduled_prompts
                  WHERE status IN ('pending', 'leased') AND {}",
                 shape(column)
             )))
@@ -128,7 +129,17 @@ impl SchedulerStore {
             for row in rows {
                 let rowid: i64 = row.try_get(0)?;
                 let raw: Option<String> = row.try_get(1).unwrap_or(None);
-                if let Some(at) = raw.as_deref().and_then(from_text).filter(|at| at.year() <= LAST_YEAR) {
+                let kind: String = row.try_get(2).unwrap_or_default();
+                // A number is a Unix time (seconds), as other programs write them.
+                let parsed = match kind.as_str() {
+                    "integer" | "real" => raw
+                        .as_deref()
+                        .and_then(|n| n.parse::<f64>().ok())
+                        .filter(|n| n.is_finite())
+                        .and_then(|n| DateTime::<Utc>::from_timestamp(n as i64, 0)),
+                    _ => raw.as_deref().and_then(from_text),
+                };
+                if let Some(at) = parsed.filter(|at| at.year() <= LAST_YEAR) {
                     sqlx::query(AssertSqlSafe(format!("UPDATE scheduled_prompts SET {column} = ?1 WHERE rowid = ?2")))
                         .bind(to_text(at))
                         .bind(rowid)
@@ -298,6 +309,14 @@ impl SchedulerStore {
                     .await?;
                 continue;
             };
+            if job.run_at.year() > LAST_YEAR {
+                fail_job(&mut tx, row_key, "its run_at is beyond the year 9999", &now_text).await?;
+                continue;
+            }
+            // Selected by its text but not due by its time (a layout tidy has not reached yet): not now.
+            if job.run_at > now {
+                continue;
+            }
             let next =
                 match job.recurrence().and_then(|r| r.next_after_fire(job.run_at, now).map_err(|e| e.to_string())) {
                     Ok(next) => next.filter(|next| job.end_at.is_none_or(|end| *next <= end)),

@@ -15,15 +15,17 @@ pub fn from_text(text: &str) -> Option<DateTime<Utc>> {
     if let Ok(at) = DateTime::parse_from_rfc3339(text) {
         return Some(at.with_timezone(&Utc));
     }
-    let naive = text.replacen('T', " ", 1);
-    ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M:%S%.f%:z", "%Y-%m-%d %H:%M:%S%:z"].iter().find_map(
-        |layout| {
-            NaiveDateTime::parse_from_str(&naive, layout)
-                .map(|n| n.and_utc())
-                .ok()
-                .or_else(|| DateTime::parse_from_str(&naive, layout).ok().map(|at| at.with_timezone(&Utc)))
-        },
-    )
+    let text = text.replacen('T', " ", 1);
+    // With an offset first: a naive parse would read the time and drop the offset. `%#z` also reads an offset
+    // of hours only (`+05`).
+    let with_offset = ["%Y-%m-%d %H:%M:%S%.f%#z", "%Y-%m-%d %H:%M:%S%#z"]
+        .iter()
+        .find_map(|layout| DateTime::parse_from_str(&text, layout).ok().map(|at| at.with_timezone(&Utc)));
+    with_offset.or_else(|| {
+        ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%d %H:%M:%S"]
+            .iter()
+            .find_map(|layout| NaiveDateTime::parse_from_str(&text, layout).ok().map(|n| n.and_utc()))
+    })
 }
 
 /// A time as the model and the user read it: `2026-12-04T09:00:00Z`.
@@ -51,6 +53,7 @@ mod tests {
         assert_eq!(from_text("2026-01-02 03:04:05"), Some(at));
         assert_eq!(from_text("2026-01-02T03:04:05Z"), Some(at));
         assert_eq!(from_text("2026-01-02 04:04:05+01:00"), Some(at));
+        assert_eq!(from_text("2026-01-02T08:04:05+05"), Some(at));
         assert_eq!(from_text("yesterday"), None);
     }
 }

@@ -401,3 +401,33 @@ async fn times_written_with_offsets_while_running_fire_at_their_instant() {
     // 2026-12-03 23:59 at -23:59 is 2026-12-04 23:58 UTC.
     assert_eq!(next, Some(at(23, 58, 0)));
 }
+
+/// A time past the year 9999 (only another program can write one) fails its job; it never fires.
+#[tokio::test]
+async fn a_time_past_the_year_9999_fails_its_job_and_never_fires() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let store = store(&path).await;
+    let clock = ManualClock::new(at(9, 0, 0));
+    let once = store.create(job("far once", at(23, 0, 0), Recurrence::None), clock.now()).await.unwrap();
+    let every =
+        store.create(job("far every", at(23, 0, 0), Recurrence::Interval { seconds: 60 }), clock.now()).await.unwrap();
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display())).await.unwrap();
+    for id in [&once.id, &every.id] {
+        sqlx::query("UPDATE scheduled_prompts SET run_at = '+10000-01-01 00:00:00' WHERE id = ?1")
+            .bind(id)
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+    pool.close().await;
+    let recorder = Arc::new(Recorder::default());
+    let engine = engine(store.clone(), clock, recorder.clone(), "a");
+    for _ in 0..3 {
+        engine.step().await.unwrap();
+    }
+    assert!(recorder.fires.lock().unwrap().is_empty(), "{:?}", recorder.fires.lock().unwrap());
+    for id in [&once.id, &every.id] {
+        assert_eq!(store.get(&target(), id).await.unwrap().unwrap().status, JobStatus::Failed);
+    }
+}

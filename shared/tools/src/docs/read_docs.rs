@@ -14,6 +14,8 @@ const PAGE_MAX_CHARS: usize = 30_000;
 const MAX_HITS: usize = 8;
 /// The most matching lines shown per page.
 const MAX_SNIPPETS: usize = 3;
+/// The longest query: a few words, not a document.
+const MAX_QUERY_CHARS: usize = 1_000;
 /// The most distinct words of a query that are searched.
 const MAX_TERMS: usize = 16;
 /// The most characters of one matching line.
@@ -104,7 +106,7 @@ impl ReadDocs {
         // Stable: pages with as many matches keep their name order.
         hits.sort_by_key(|hit| std::cmp::Reverse(hit.0));
         let results: Vec<Value> = hits.into_iter().take(MAX_HITS).map(|(_, hit)| hit).collect();
-        json!({ "ok": true, "query": query, "results": results })
+        json!({ "ok": true, "query": minibot_agent::excerpt(query), "results": results })
     }
 }
 
@@ -177,6 +179,11 @@ impl Tool for ReadDocs {
             return Ok(self.read(&page, offset));
         }
         if let Some(query) = given(args.query) {
+            if query.chars().count() > MAX_QUERY_CHARS {
+                return Err(minibot_agent::ToolError::invalid_arguments(format!(
+                    "query is longer than {MAX_QUERY_CHARS} characters; search for a few words"
+                )));
+            }
             return Ok(self.search(&query));
         }
         let pages: Vec<Value> =
@@ -252,5 +259,16 @@ mod tests {
         let read = docs.call(Args { page: Some("long".into()), query: None, offset: Some(at) }, &ctx).await.unwrap();
         assert_eq!(read["content"], "the needle line\n");
         assert!(docs.call(Args { page: Some("long".into()), query: None, offset: Some(-1) }, &ctx).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_huge_query_is_refused_and_repeated_words_count_once() {
+        let ctx = ToolContext::default();
+        let docs = ReadDocs::with_pages(PAGES);
+        let huge = Args { page: None, query: Some("e ".repeat(100_000)), offset: None };
+        assert!(docs.call(huge, &ctx).await.is_err());
+        let repeated = Args { page: None, query: Some("sqlite_url ".repeat(50)), offset: None };
+        let found = docs.call(repeated, &ctx).await.unwrap();
+        assert_eq!(found["results"].as_array().unwrap().len(), 2, "{found}");
     }
 }

@@ -37,7 +37,8 @@ impl HttpRequest {
         denied: Option<Classifier>,
     ) -> Result<Self, reqwest::Error> {
         minibot_llm::install_crypto_provider();
-        let timeout = Duration::from_secs_f64(config.timeout_seconds.max(0.1));
+        // Checked at load (0 < seconds ≤ 3600); a value that still does not convert takes the default.
+        let timeout = Duration::try_from_secs_f64(config.timeout_seconds.max(0.1)).unwrap_or(Duration::from_secs(10));
         let max_redirects = config.max_redirects as usize;
         let redirects = match (&denied, config.follow_redirects) {
             (_, false) => reqwest::redirect::Policy::none(),
