@@ -10,9 +10,6 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use tokio::sync::OnceCell;
 
-/// How SQLAlchemy writes a naive UTC `DATETIME` in SQLite; rows of both programs then sort as text.
-const STORED_TIME: &str = "%Y-%m-%d %H:%M:%S%.6f";
-
 type Row = (String, String, String, Option<String>, String, Option<String>);
 
 const COLUMNS: &str = "source, rel, target, attrs, valid_from, valid_to";
@@ -304,17 +301,13 @@ fn edge((source, rel, target, attrs, valid_from, valid_to): Row) -> Edge {
 }
 
 fn now() -> String {
-    chrono::Utc::now().naive_utc().format(STORED_TIME).to_string()
+    minibot_sqlite::stored_time::to_text(chrono::Utc::now())
 }
 
 /// A stored time as ISO 8601 with its UTC offset (`2025-01-31T09:30:00.123456+00:00`, as MiniBot reports it).
 /// Text that is not a time is shown as stored.
 fn iso(stored: &str) -> String {
-    let parsed = chrono::NaiveDateTime::parse_from_str(stored, "%Y-%m-%d %H:%M:%S%.f")
-        .or_else(|_| chrono::NaiveDateTime::parse_from_str(stored, "%Y-%m-%dT%H:%M:%S%.f"))
-        .ok()
-        .or_else(|| chrono::DateTime::parse_from_rfc3339(stored).ok().map(|t| t.naive_utc()));
-    match parsed {
+    match minibot_sqlite::stored_time::from_text(stored) {
         Some(time) => format!("{}+00:00", time.format("%Y-%m-%dT%H:%M:%S%.6f")),
         None => stored.to_string(),
     }

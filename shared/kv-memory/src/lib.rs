@@ -139,8 +139,7 @@ const COLUMNS: &str = "CAST(k.id AS BLOB), CAST(k.owner_id AS BLOB), CAST(k.titl
      CAST(k.expires_at AS BLOB)";
 
 /// The stored time layout as a GLOB pattern: text in it compares as time.
-const STORED_SHAPE: &str =
-    "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9][0-9][0-9][0-9]";
+const STORED_SHAPE: &str = minibot_sqlite::stored_time::GLOB;
 
 /// Column `index` of a row selected `CAST(… AS BLOB)`, as text (invalid UTF-8 replaced).
 fn lossy(row: &SqliteRow, index: usize) -> Result<Option<String>> {

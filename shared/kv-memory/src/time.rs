@@ -2,18 +2,9 @@
 //! `YYYY-MM-DD HH:MM:SS.ffffff` (no offset); this store writes the same text, so the comparisons the queries make
 //! (`updated_at >= ?`, `expires_at <= ?`) are plain text comparisons that hold for old and new rows alike.
 
-use chrono::{DateTime, NaiveDate, NaiveDateTime, SecondsFormat, TimeZone, Utc};
+use chrono::{DateTime, SecondsFormat, Utc};
 
-const STORED: &str = "%Y-%m-%d %H:%M:%S%.6f";
-
-/// The last year a stored time may have: past 9999 the text (`+10000-…`) no longer sorts as time, and an entry
-/// meant to live for ever would read as long expired.
-pub const LAST_YEAR: i32 = 9999;
-
-/// `at` as a column value.
-pub fn stored(at: DateTime<Utc>) -> String {
-    at.format(STORED).to_string()
-}
+pub use minibot_sqlite::stored_time::{LAST_YEAR, from_text as parse, to_text as stored};
 
 /// A column value read back, in the ISO form MiniBot's results use (`2025-01-02T03:04:05.678901+00:00`, the
 /// fraction left out when it is zero). Text that is not a timestamp is returned as it is: a row is never hidden
@@ -31,34 +22,10 @@ pub fn iso(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(format, false)
 }
 
-/// An ISO 8601 date-time as a caller writes it: with an offset or `Z` (converted to UTC), without one (taken as
-/// UTC, as MiniBot does), with or without seconds and fraction, `T` or a space between date and time, or a bare
-/// date (midnight UTC).
-pub fn parse(text: &str) -> Option<DateTime<Utc>> {
-    let text = text.trim();
-    if let Ok(at) = DateTime::parse_from_rfc3339(text) {
-        return Some(at.with_timezone(&Utc));
-    }
-    for format in ["%Y-%m-%dT%H:%M:%S%.f%:z", "%Y-%m-%d %H:%M:%S%.f%:z", "%Y-%m-%dT%H:%M%:z", "%Y-%m-%d %H:%M%:z"] {
-        if let Ok(at) = DateTime::parse_from_str(text, format) {
-            return Some(at.with_timezone(&Utc));
-        }
-    }
-    for format in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"] {
-        if let Ok(at) = NaiveDateTime::parse_from_str(text, format) {
-            return Some(Utc.from_utc_datetime(&at));
-        }
-    }
-    let text = text.strip_suffix('Z').unwrap_or(text);
-    NaiveDate::parse_from_str(text, "%Y-%m-%d")
-        .ok()
-        .and_then(|d| d.and_hms_opt(0, 0, 0))
-        .map(|at| Utc.from_utc_datetime(&at))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chrono::TimeZone;
 
     #[test]
     fn reads_what_callers_write_and_what_minibot_stored() {

@@ -66,16 +66,13 @@ pub struct Removed {
     pub before: Job,
 }
 
-/// The last year a stored time may have: past it the text (`+10000-…`) no longer sorts as time.
-const LAST_YEAR: i32 = 9999;
+use minibot_sqlite::stored_time::{GLOB, LAST_YEAR};
 
-/// The stored layout exactly, as a GLOB pattern.
-const CANONICAL: &str =
-    "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9][0-9][0-9][0-9]";
-
-/// SQL that holds for a `run_at` in the stored layout: anything else (garbage, or a layout tidy could not read)
-/// is taken by the next firing and fails, and is never the next time to wake for.
-const TIME_SHAPE: &str = "run_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9][0-9][0-9][0-9]'";
+/// SQL that holds when `column` is a time in the stored layout. A `run_at` in no other layout (garbage, or one
+/// tidy could not read) is taken by the next firing and fails, and is never the next time to wake for.
+fn in_layout(column: &str) -> String {
+    format!("(typeof({column}) = 'text' AND {column} GLOB '{GLOB}')")
+}
 
 const JOB_COLUMNS: &str = "rowid AS row_key, id, owner_id, channel, chat_id, user_id, role, content, status, run_at, retry_count, \
      max_attempts, metadata, last_error, recurrence, recurrence_interval_seconds, recurrence_cron_expression, \
@@ -100,9 +97,7 @@ impl SchedulerStore {
     /// the firing to fail their job with a reason. Run at open and before every firing (another process may have
     /// written since); it only reads unless something needs fixing.
     pub async fn tidy(&self) -> Result<()> {
-        let shape = |column: &str| {
-            format!("{column} IS NOT NULL AND (typeof({column}) != 'text' OR {column} NOT GLOB '{CANONICAL}')")
-        };
+        let shape = |column: &str| format!("{column} IS NOT NULL AND NOT {}", in_layout(column));
         let needs: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
             "SELECT (SELECT COUNT(*) FROM scheduled_prompts WHERE status IN ('pending', 'leased') AND (({}) OR ({})))
                   + (SELECT COUNT(*) FROM scheduled_fires WHERE job_id NOT IN (SELECT id FROM scheduled_prompts))",
@@ -292,8 +287,9 @@ impl SchedulerStore {
         // A run_at that is not a time (a row edited by hand) would never compare as due; it is taken too, and fails.
         let rows = sqlx::query(AssertSqlSafe(format!(
             "SELECT {JOB_COLUMNS} FROM scheduled_prompts
-             WHERE status = 'pending' AND (run_at <= ?1 OR NOT ({TIME_SHAPE})) AND channel IN ({})
+             WHERE status = 'pending' AND (run_at <= ?1 OR NOT {}) AND channel IN ({})
              ORDER BY run_at LIMIT ?2",
+            in_layout("run_at"),
             placeholders(3, channels.len())
         )))
         .bind(to_text(now))
@@ -509,10 +505,11 @@ impl SchedulerStore {
             return Ok(None);
         }
         let places = placeholders(1, channels.len());
+        let time = in_layout("run_at");
         let query = format!(
             "SELECT MIN(t) FROM (
                  SELECT MIN(run_at) AS t FROM scheduled_prompts WHERE status = 'pending' AND channel IN ({places})
-                     AND {TIME_SHAPE}
+                     AND {time}
                  UNION ALL
                  SELECT MIN(f.lease_until) FROM scheduled_fires f JOIN scheduled_prompts j ON j.id = f.job_id
                      WHERE j.channel IN ({places}))"

@@ -10,6 +10,7 @@
 //! to its pool on a spawned task, which panics once the runtime is gone.
 
 pub mod private_fs;
+pub mod stored_time;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 use std::path::{Path, PathBuf};

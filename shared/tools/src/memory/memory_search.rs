@@ -45,16 +45,7 @@ impl Tool for MemorySearch {
     fn parameters(&self) -> Value {
         let mut properties = Map::new();
         properties.insert("query".into(), super::nullable_string("Text to match against titles and data."));
-        properties.insert("category".into(), super::nullable_category());
-        properties.insert("source".into(), super::nullable_string("Only entries from this source."));
-        properties.insert(
-            "updated_after".into(),
-            super::nullable_string("Inclusive ISO datetime lower bound on updated_at."),
-        );
-        properties.insert(
-            "updated_before".into(),
-            super::nullable_string("Inclusive ISO datetime upper bound on updated_at."),
-        );
+        super::filter_properties(&mut properties);
         super::pagination(&mut properties);
         super::strict_object(properties)
     }

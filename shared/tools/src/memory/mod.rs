@@ -297,6 +297,14 @@ fn nullable_category() -> Value {
     json!({ "anyOf": [{ "type": "string", "enum": CATEGORIES }, { "type": "null" }], "description": "Only entries of this category." })
 }
 
+/// The filters `memory_search` and `memory_list_titles` share: category, source and the updated_at bounds.
+fn filter_properties(properties: &mut Map<String, Value>) {
+    properties.insert("category".into(), nullable_category());
+    properties.insert("source".into(), nullable_string("Only entries from this source."));
+    properties.insert("updated_after".into(), nullable_string("Inclusive ISO datetime lower bound on updated_at."));
+    properties.insert("updated_before".into(), nullable_string("Inclusive ISO datetime upper bound on updated_at."));
+}
+
 fn pagination(properties: &mut Map<String, Value>) {
     properties.insert(
         "limit".into(),

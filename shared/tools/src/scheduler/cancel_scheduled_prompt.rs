@@ -1,23 +1,16 @@
 //! `cancel_scheduled_prompt`: stops one of this chat's scheduled prompts; it stays listed as `cancelled`.
 
-use super::{SchedulerService, job_id, store_error, target};
+use super::{JobIdArgs, SchedulerService, job_id, store_error, target};
 use chrono::Utc;
 use minibot_agent::{Tool, ToolContext, ToolResult};
 use minibot_scheduler::time_text::iso;
-use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
 tool_struct!(CancelScheduledPrompt { service: Arc<SchedulerService> });
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Args {
-    job_id: String,
-}
-
 impl Tool for CancelScheduledPrompt {
-    type Args = Args;
+    type Args = JobIdArgs;
 
     fn name(&self) -> &str {
         "cancel_scheduled_prompt"
@@ -30,15 +23,10 @@ impl Tool for CancelScheduledPrompt {
     }
 
     fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": { "job_id": { "type": "string" } },
-            "required": ["job_id"],
-            "additionalProperties": false
-        })
+        super::job_id_parameters()
     }
 
-    async fn call(&self, args: Args, ctx: &ToolContext) -> ToolResult {
+    async fn call(&self, args: JobIdArgs, ctx: &ToolContext) -> ToolResult {
         let target = target(ctx)?;
         let id = job_id(&args.job_id)?;
         let Some(removed) = self.service.store.cancel(&target, &id, Utc::now()).await.map_err(store_error)? else {

@@ -1,22 +1,15 @@
 //! `delete_scheduled_prompt`: removes one of this chat's scheduled prompts, cancelling it first if it is active.
 
 use super::cancel_scheduled_prompt::not_found;
-use super::{SchedulerService, job_id, store_error, target};
+use super::{JobIdArgs, SchedulerService, job_id, store_error, target};
 use minibot_agent::{Tool, ToolContext, ToolResult};
-use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
 tool_struct!(DeleteScheduledPrompt { service: Arc<SchedulerService> });
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Args {
-    job_id: String,
-}
-
 impl Tool for DeleteScheduledPrompt {
-    type Args = Args;
+    type Args = JobIdArgs;
 
     fn name(&self) -> &str {
         "delete_scheduled_prompt"
@@ -28,15 +21,10 @@ impl Tool for DeleteScheduledPrompt {
     }
 
     fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": { "job_id": { "type": "string" } },
-            "required": ["job_id"],
-            "additionalProperties": false
-        })
+        super::job_id_parameters()
     }
 
-    async fn call(&self, args: Args, ctx: &ToolContext) -> ToolResult {
+    async fn call(&self, args: JobIdArgs, ctx: &ToolContext) -> ToolResult {
         let target = target(ctx)?;
         let id = job_id(&args.job_id)?;
         let Some(removed) = self.service.store.delete(&target, &id).await.map_err(store_error)? else {

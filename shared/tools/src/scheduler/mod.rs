@@ -66,6 +66,22 @@ fn describe(job: &Job) -> Value {
     })
 }
 
+/// The arguments of the tools that act on one job.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobIdArgs {
+    job_id: String,
+}
+
+fn job_id_parameters() -> Value {
+    json!({
+        "type": "object",
+        "properties": { "job_id": { "type": "string", "description": "From list_scheduled_prompts." } },
+        "required": ["job_id"],
+        "additionalProperties": false
+    })
+}
+
 /// A job id as the model wrote it: MiniBot's ids are 32 hex digits.
 fn job_id(raw: &str) -> Result<String, ToolError> {
     let id = raw.trim().to_ascii_lowercase();
