@@ -51,9 +51,11 @@ pub async fn run(config: Config, command: Option<Command>) -> anyhow::Result<i32
         daemon::check_channels(&config)?;
         let worker = worker_command(&config);
         let booted = start(config, worker, WorkerStart::OnDemand).await?;
-        // Turns it fires before Telegram is up wait in the router.
-        let scheduler = start_scheduler(&booted, &[crate::channels::telegram::CHANNEL]);
-        let code = daemon::run(&booted.runtime, &booted.intake).await;
+        let channels = daemon::channels(&booted.runtime)?;
+        // Turns it fires before the channels are up wait in the router.
+        let names: Vec<&str> = channels.iter().map(|c| c.name()).collect();
+        let scheduler = start_scheduler(&booted, &names);
+        let code = daemon::run(&booted.runtime, &booted.intake, channels).await;
         stop_scheduler(scheduler).await;
         booted.runtime.close().await;
         return code;

@@ -7,6 +7,9 @@
 //! Dependencies run one way: `boot` → channels, router → conversation → turn → runtime → tasks' hub, with
 //! [`messages`] as the only vocabulary everyone shares (a test in `tests/suite/layout.rs` keeps it so).
 
+pub use minibot_channel::{messages, render};
+
+pub mod backstage;
 pub mod boot;
 pub mod channels;
 pub mod checks;
@@ -20,9 +23,8 @@ pub mod guardrail;
 pub mod logging;
 pub mod mcp_supervisor;
 pub mod memory_release;
-pub mod messages;
+pub mod metrics;
 pub mod ownership;
-pub mod render;
 pub mod router;
 pub mod runtime;
 pub mod scheduler;

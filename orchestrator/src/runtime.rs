@@ -338,6 +338,11 @@ impl Runtime {
         self.running.set_channels(channels);
     }
 
+    /// The channels this process serves.
+    pub fn channels(&self) -> Vec<String> {
+        self.running.snapshot().channels
+    }
+
     /// Drains, then waits for running turns until `[runtime] shutdown_grace_seconds` after draining began (a
     /// second call does not wait again); returns how many still run, and logs them: they stay pending and are
     /// answered after the next start.

@@ -2,7 +2,7 @@
 //! [`crate::messages::ChannelHandle`] that says where replies go and what the channel can do, and render what
 //! the conversation sends. They know the router only as an [`crate::messages::Intake`].
 
-pub mod approval_wait;
 pub mod console;
-pub mod shown;
-pub mod telegram;
+
+pub use minibot_channel::{approval_wait, shown};
+pub use minibot_telegram as telegram;

@@ -204,11 +204,7 @@ pub const FEATURES: &[Feature] = &[
     },
     Feature { what: "[vault]", implemented: true, gate: Gate::Switch { section: "vault", default_on: false } },
     // Also [runtime] environment and the chat upload limits.
-    Feature {
-        what: "the HTTP server and web chat are",
-        implemented: false,
-        gate: Gate::Switch { section: "http", default_on: false },
-    },
+    Feature { what: "the HTTP server and web UI are", implemented: true, gate: Gate::Nothing },
     // [extensions] modules naming minibot.extensions.tools.graph, with its config `sqlite_url` (other keys are
     // refused in `validate`).
     Feature { what: "the relation graph extension is", implemented: true, gate: Gate::Nothing },

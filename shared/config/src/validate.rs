@@ -193,6 +193,14 @@ pub(crate) fn check(config: &Config, origin: &str) -> Result<()> {
     }
 
     let http = &config.http;
+    if http.enabled && http.basic_auth_user.is_empty() != http.basic_auth_password.is_empty() {
+        let (set, unset) = if http.basic_auth_user.is_empty() {
+            ("basic_auth_password", "http.basic_auth_user")
+        } else {
+            ("basic_auth_user", "http.basic_auth_password")
+        };
+        return Err(invalid(unset, format!("is empty while {set} is set; Basic auth needs both")));
+    }
     let loopback = matches!(http.host.as_str(), "127.0.0.1" | "::1" | "localhost");
     let has_auth =
         !http.auth_token.is_empty() || (!http.basic_auth_user.is_empty() && !http.basic_auth_password.is_empty());

@@ -95,7 +95,6 @@ fn empty_config_and_the_shipped_configs_load() {
 
 /// (what turns it on, the key named, the same section disabled or at defaults)
 const SECTIONS: &[(&str, &str, &str)] = &[
-    ("[http]\nenabled = true\n", "http.enabled", "[http]\nenabled = false\nport = 9000\nhost = \"0.0.0.0\"\n"),
     (
         "[scheduler.prompts]\necho = true\n",
         "scheduler.prompts.echo",
@@ -212,10 +211,10 @@ fn each_unbuilt_feature_is_refused_when_on_and_quiet_when_off() {
 #[test]
 fn every_finding_is_reported_at_once() {
     let keys = refused(
-        "[http]\nenabled = true\n[tools.kv_memory]\nenabled = true\n[tasks]\nworker_extensions = [\"kv_memory\"]\n\
+        "[tools.kv_memory]\nenabled = true\n[tasks]\nworker_extensions = [\"kv_memory\"]\n\
          [logging]\nkv_separator = \":\"\nrecord_separator = \";\"\n",
     );
-    assert_eq!(keys, ["logging.kv_separator", "logging.record_separator", "tasks.worker_extensions", "http.enabled"]);
+    assert_eq!(keys, ["logging.kv_separator", "logging.record_separator", "tasks.worker_extensions"]);
 }
 
 #[test]

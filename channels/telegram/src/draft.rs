@@ -161,7 +161,7 @@ pub async fn show(sender: &Sender, update: DraftUpdate) {
 
 #[cfg(test)]
 mod tests {
-    use crate::channels::telegram::draft::{DraftMessage, fitted};
+    use crate::draft::{DraftMessage, fitted};
 
     #[test]
     fn an_update_waits_for_the_one_on_its_way_unless_it_completes_the_draft() {

@@ -2,8 +2,8 @@
 //! or until whoever asked stops waiting (the approval timeout passed, the turn stopped): then the buttons go and
 //! the chat reads "⌛ No answer: denied". A click on a question that is gone answers "Expired".
 
-use crate::messages::{ApprovalDecision, ApprovalRequest};
 use frankenstein::types::{InlineKeyboardButton, InlineKeyboardMarkup, ReplyMarkup};
+use minibot_channel::messages::{ApprovalDecision, ApprovalRequest};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
@@ -97,7 +97,7 @@ pub fn escape_html(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use crate::channels::telegram::approvals::*;
+    use crate::approvals::*;
 
     #[test]
     fn button_data_is_read_back_and_anything_else_is_not_an_answer() {

@@ -10,17 +10,17 @@ use super::api::BotApi;
 use super::approvals::{self, Question, Questions};
 use super::draft::{self, DRAFT_EVERY, DraftMessage, DraftUpdate, LiveDraft};
 use super::outbound::{Markup, Sender};
-use crate::channels::approval_wait;
-use crate::channels::shown::CUT_MARK;
-use crate::messages::{
-    ApprovalDecision, AskApproval, Delivered, Outbound, OutboundFile, OutboundRole, Progress, STOPPED_REPLY,
-};
 use actix::dev::{MessageResponse, OneshotSender};
 use actix::prelude::*;
 use frankenstein::AsyncTelegramApi;
 use frankenstein::methods::{AnswerCallbackQueryParams, EditMessageReplyMarkupParams, SendChatActionParams};
 use frankenstein::types::ChatAction;
 use minibot_agent::AgentEvent;
+use minibot_channel::approval_wait;
+use minibot_channel::messages::{
+    ApprovalDecision, AskApproval, Delivered, Outbound, OutboundFile, OutboundRole, Progress, STOPPED_REPLY,
+};
+use minibot_channel::shown::CUT_MARK;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

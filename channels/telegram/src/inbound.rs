@@ -540,7 +540,7 @@ fn compose(
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use crate::channels::telegram::inbound::*;
+    use crate::inbound::*;
     use serde_json::json;
 
     fn settings() -> MediaSettings {

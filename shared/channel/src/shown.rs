@@ -36,8 +36,8 @@ impl ShownText {
 
 #[cfg(test)]
 mod tests {
-    use crate::channels::shown::{CUT_MARK, ShownText};
     use crate::messages::STOPPED_HISTORY_NOTE;
+    use crate::shown::{CUT_MARK, ShownText};
     use minibot_agent::AgentEvent;
 
     fn text(step: u32, text: &str) -> AgentEvent {

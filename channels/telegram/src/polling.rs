@@ -9,7 +9,6 @@
 
 use super::api::{ApiError, BotApi};
 use super::updates::{Incoming, UpdateSink};
-use crate::messages::LastUpdate;
 use actix::Recipient;
 use backon::{BackoffBuilder, ExponentialBuilder};
 use frankenstein::AsyncTelegramApi;
@@ -17,6 +16,7 @@ use frankenstein::methods::GetUpdatesParams;
 use frankenstein::response::MethodResponse;
 use frankenstein::types::AllowedUpdate;
 use futures_util::FutureExt;
+use minibot_channel::messages::LastUpdate;
 use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -162,9 +162,7 @@ pub fn parse_update(raw: serde_json::Value) -> Incoming {
 #[cfg(test)]
 mod tests {
     // By its full path: the module layout test reads `super::` as the telegram module.
-    use crate::channels::telegram::polling::{
-        FIRST_POLL_DELAY, FIRST_RESTART_DELAY, MAX_POLL_DELAY, MAX_RESTART_DELAY, endless_backoff,
-    };
+    use crate::polling::{FIRST_POLL_DELAY, FIRST_RESTART_DELAY, MAX_POLL_DELAY, MAX_RESTART_DELAY, endless_backoff};
     use backon::BackoffBuilder;
     use std::time::Duration;
 

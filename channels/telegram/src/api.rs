@@ -332,7 +332,7 @@ async fn read_checked_file(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     // By its full path: the module layout test reads `super::` as the telegram module.
-    use crate::channels::telegram::api::{ApiError, BotApi, RetryPolicy};
+    use crate::api::{ApiError, BotApi, RetryPolicy};
     use backon::BackoffBuilder;
     use frankenstein::AsyncTelegramApi;
     use std::time::Duration;

@@ -41,7 +41,7 @@ pub fn rejection(chat_id: i64, user_id: Option<i64>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use crate::channels::telegram::access::*;
+    use crate::access::*;
 
     #[test]
     fn required_with_no_lists_denies_everyone() {

@@ -24,4 +24,4 @@ pub mod webhook;
 
 pub use actor::Telegram;
 pub use capabilities::{CAPABILITIES, CHANNEL};
-pub use start::{Running, StartError, start};
+pub use start::{StartError, TelegramChannel};

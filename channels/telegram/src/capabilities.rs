@@ -1,6 +1,6 @@
 //! What the Telegram channel is called and what it can do, as the router and the turns see it.
 
-use crate::messages::ChannelCapabilities;
+use minibot_channel::messages::ChannelCapabilities;
 
 pub const CHANNEL: &str = "telegram";
 

@@ -5,14 +5,14 @@
 
 use super::api::{ApiError, BotApi};
 use super::markdown;
-use crate::messages::{Outbound, OutboundFile, RepairFormat};
-use crate::render;
 use actix::Recipient;
 use frankenstein::AsyncTelegramApi;
 use frankenstein::ParseMode;
 use frankenstein::methods::{EditMessageTextParams, SendDocumentParams, SendMessageParams, SendPhotoParams};
 use frankenstein::types::{ReplyMarkup, ReplyParameters};
 use minibot_agent::ReplyKind;
+use minibot_channel::messages::{Outbound, OutboundFile, RepairFormat};
+use minibot_channel::render;
 
 /// Telegram's limit on a caption.
 const MAX_CAPTION_CHARS: usize = 1024;
@@ -296,8 +296,8 @@ fn at_most(mut parts: Vec<Part>, message: &Outbound) -> Vec<Part> {
 #[cfg(test)]
 mod tests {
     // By its full path: the module layout test reads `super::` as the telegram module.
-    use crate::channels::telegram::outbound::*;
-    use crate::messages::OutboundRole;
+    use crate::outbound::*;
+    use minibot_channel::messages::OutboundRole;
 
     fn answer(text: String, kind: ReplyKind) -> Outbound {
         Outbound { kind, ..Outbound::text("telegram", 1, text, OutboundRole::Answer) }

@@ -1,11 +1,11 @@
-//! Webhook mode: an actix-web server that takes Telegram's POSTs and hands each update to the [`UpdateSink`].
+//! Webhook mode: the route on the daemon's HTTP server that takes Telegram's POSTs and hands each update to the [`UpdateSink`].
 //! The answer is what tells Telegram whether to deliver again: 200 only once the sink has recorded the update,
 //! 500 when it could not (Telegram redelivers), 401 without the shared secret (the body is never read).
 
 use super::updates::{Incoming, UpdateSink};
-use actix_web::dev::ServerHandle;
-use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use frankenstein::updates::Update;
+use minibot_channel::HttpMount;
 use std::future::Future;
 use std::net::SocketAddr;
 
@@ -15,35 +15,13 @@ pub const SECRET_HEADER: &str = "X-Telegram-Bot-Api-Secret-Token";
 /// Telegram's updates are a few kilobytes; anything near this is not one.
 const BODY_LIMIT: usize = 1024 * 1024;
 
-/// Seconds a stop waits for requests in flight before dropping them.
-const SHUTDOWN_SECONDS: u64 = 5;
-
-/// A running webhook listener.
-pub struct WebhookServer {
-    handle: ServerHandle,
-    local_addr: SocketAddr,
-}
-
-impl WebhookServer {
-    /// The address it listens on (useful when the config says port 0).
-    pub fn local_addr(&self) -> SocketAddr {
-        self.local_addr
-    }
-
-    /// Stops taking updates; requests in flight finish first.
-    pub async fn stop(&self) {
-        self.handle.stop(true).await;
-    }
-}
-
-/// Listens on `listen` for POSTs to `path` (see [`path_of`]). Must be called inside a running actix system,
-/// which drives the server.
-pub fn serve(listen: SocketAddr, path: &str, secret: String, sink: UpdateSink) -> std::io::Result<WebhookServer> {
-    serve_with(listen, path, secret, sink)
+/// Telegram's webhook POSTs to `path` on `listen`, for the daemon's HTTP server (see [`path_of`]).
+pub fn mount(listen: SocketAddr, path: &str, secret: String, sink: UpdateSink) -> HttpMount {
+    mount_with(listen, path, secret, sink)
 }
 
 /// Where the server hands updates: the [`UpdateSink`], or a stand-in in tests.
-trait Deliver: Clone + Send + 'static {
+trait Deliver: Clone + Send + Sync + 'static {
     fn deliver(&self, updates: Vec<Update>) -> impl Future<Output = Result<(), String>>;
 }
 
@@ -58,26 +36,12 @@ struct State<D> {
     sink: D,
 }
 
-fn serve_with<D: Deliver>(listen: SocketAddr, path: &str, secret: String, sink: D) -> std::io::Result<WebhookServer> {
+fn mount_with<D: Deliver>(listen: SocketAddr, path: &str, secret: String, sink: D) -> HttpMount {
     let path = path.to_owned();
-    let server = HttpServer::new(move || {
+    HttpMount::new(listen, "channels.telegram.webhook_listen", "Telegram webhook", move |config| {
         let state = web::Data::new(State { secret: secret.clone(), sink: sink.clone() });
-        App::new().app_data(state).service(web::resource(path.as_str()).route(web::post().to(receive::<D>)))
+        config.service(web::resource(path.as_str()).app_data(state).route(web::post().to(receive::<D>)));
     })
-    .workers(1)
-    .disable_signals()
-    .shutdown_timeout(SHUTDOWN_SECONDS)
-    .bind(listen)?;
-    let local_addr = server.addrs().first().copied().unwrap_or(listen);
-    let server = server.run();
-    let handle = server.handle();
-    actix::spawn(async move {
-        if let Err(e) = server.await {
-            tracing::error!(error = %e, "the Telegram webhook server stopped with an error");
-        }
-    });
-    tracing::info!(%local_addr, "Telegram webhook listening");
-    Ok(WebhookServer { handle, local_addr })
 }
 
 async fn receive<D: Deliver>(req: HttpRequest, payload: web::Payload, state: web::Data<State<D>>) -> HttpResponse {
@@ -156,7 +120,8 @@ pub fn path_of(webhook_url: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use crate::channels::telegram::webhook::*;
+    use crate::webhook::*;
+    use minibot_channel::http::serve;
     use std::sync::{Arc, Mutex};
 
     #[test]
@@ -240,8 +205,8 @@ mod tests {
         actix::System::new().block_on(async {
             let recorder = Recorder::default();
             let listen: SocketAddr = "127.0.0.1:0".parse().unwrap();
-            let server = serve_with(listen, "/hook", "s3cret".into(), recorder.clone()).unwrap();
-            let addr = server.local_addr();
+            let server = serve(vec![mount_with(listen, "/hook", "s3cret".into(), recorder.clone())]).unwrap();
+            let addr = server.local_addr(listen).unwrap();
             assert_ne!(addr.port(), 0);
 
             assert_eq!(post(addr, "/hook", None, UPDATE).await.0, 401);
@@ -259,8 +224,8 @@ mod tests {
             server.stop().await;
 
             let failing = Recorder { fail: true, ..Recorder::default() };
-            let server = serve_with(listen, "/", "s3cret".into(), failing).unwrap();
-            assert_eq!(post(server.local_addr(), "/", Some("s3cret"), UPDATE).await.0, 500);
+            let server = serve(vec![mount_with(listen, "/", "s3cret".into(), failing)]).unwrap();
+            assert_eq!(post(server.local_addr(listen).unwrap(), "/", Some("s3cret"), UPDATE).await.0, 500);
             server.stop().await;
         });
     }

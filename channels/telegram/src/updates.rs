@@ -7,9 +7,9 @@ use super::actor::{ButtonClick, Telegram};
 use super::api::BotApi;
 use super::capabilities::CHANNEL;
 use super::inbound::{self, MediaSettings, Prepared};
-use crate::messages::{AcceptUpdates, Inbound, Intake, Outbound, OutboundRole, StopTurn};
 use actix::Addr;
 use frankenstein::updates::{Update, UpdateContent};
+use minibot_channel::messages::{AcceptUpdates, Inbound, Intake, Outbound, OutboundRole, StopTurn};
 use std::sync::Arc;
 
 pub const GREETING: &str = "Hi! I'm your assistant. Send me a message, a photo or a document and I'll answer here.\n\
@@ -139,7 +139,7 @@ fn command_name(text: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use crate::channels::telegram::updates::command_name;
+    use crate::updates::command_name;
 
     #[test]
     fn commands_are_recognised_with_or_without_the_bot_name() {

@@ -690,7 +690,7 @@ fn follows_blank_line(bytes: &[u8], newline: usize) -> bool {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use crate::channels::telegram::markdown::*;
+    use crate::markdown::*;
 
     /// Walks MarkdownV2 the way Telegram's parser does and fails on what Telegram would refuse: a reserved
     /// character that is neither escaped nor a marker, a bad escape, entities that overlap, stay open, are
