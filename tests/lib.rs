@@ -9,6 +9,7 @@ pub use minibot_test_support::{Reply, Script, ScriptedLlm, binary};
 
 pub mod procfs;
 mod terminal;
+pub mod web;
 pub use terminal::{Terminal, capture_screen, in_a_terminal};
 
 /// A temp folder holding a config that points the model at `base_url`.

@@ -2,7 +2,9 @@
 //! tools, MCP servers, the task queue and the worker roster, each read when a page asks.
 
 use crate::runtime::Runtime;
+use minibot_agent::ToolContext;
 use minibot_protocol::TaskStatus;
+use minibot_tools::tasks::TaskService;
 use minibot_web::{McpServerRow, Overview, TaskFigures, WorkerRow};
 use std::sync::Arc;
 use std::time::Instant;
@@ -18,8 +20,41 @@ impl RuntimeBackstage {
     }
 }
 
+impl RuntimeBackstage {
+    /// The task tools' view, as the owner sees it from the web UI.
+    fn context(&self) -> ToolContext {
+        ToolContext {
+            session_id: "web:0".into(),
+            channel: minibot_web::CHANNEL.into(),
+            chat_id: None,
+            user_id: None,
+            owner_id: self.rt.config.runtime.owner_id.clone(),
+            call_id: "web-ui".into(),
+            turn_id: String::new(),
+            task_depth: 0,
+            capabilities: Default::default(),
+            approver: None,
+            agent_tools: None,
+        }
+    }
+
+    fn hub(&self) -> Result<&Arc<crate::tasks::TaskHub>, String> {
+        self.rt.tasks.as_ref().ok_or_else(|| "Background tasks are off ([tasks] enabled = false).".to_string())
+    }
+}
+
 #[async_trait::async_trait]
 impl minibot_web::Backstage for RuntimeBackstage {
+    async fn tasks(&self, limit: u32) -> Result<serde_json::Value, String> {
+        let hub = self.hub()?;
+        hub.list(None, limit, &self.context()).await.map_err(|e| e.to_string())
+    }
+
+    async fn cancel_task(&self, task_id: &str) -> Result<serde_json::Value, String> {
+        let hub = self.hub()?;
+        hub.cancel(task_id, &self.context()).await.map_err(|e| e.to_string())
+    }
+
     async fn overview(&self) -> Overview {
         let rt = &self.rt;
         let mut tools = rt.tools().names();
@@ -51,7 +86,12 @@ impl minibot_web::Backstage for RuntimeBackstage {
                             .map(|w| WorkerRow {
                                 id: w.worker_id.clone(),
                                 host: w.host.clone(),
-                                agents: w.specialists.iter().map(|s| s.name.clone()).collect(),
+                                agents: w
+                                    .generic
+                                    .then(|| "general tasks".to_string())
+                                    .into_iter()
+                                    .chain(w.specialists.iter().map(|s| s.name.clone()))
+                                    .collect(),
                                 load: w.load,
                                 capacity: w.capacity,
                             })

@@ -5,6 +5,7 @@
 use crate::channels::console;
 use crate::cli::{Command, ConsoleArgs};
 use crate::daemon;
+use crate::intake_ledger::IntakeLedger;
 use crate::mcp_supervisor;
 use crate::messages::Intake;
 use crate::router::{self, Router};
@@ -41,7 +42,8 @@ pub async fn start(config: Config, worker: Option<WorkerCommand>, workers: Worke
             LocalWorkers::new(hub.clone(), command, count, workers).start();
         }
     }
-    let intake = router::intake(&router);
+    let ledger = IntakeLedger::new(runtime.clone()).start();
+    let intake = router::intake(&router, &ledger);
     Ok(Booted { runtime, router, intake })
 }
 
@@ -76,7 +78,7 @@ pub async fn run(config: Config, command: Option<Command>) -> anyhow::Result<i32
 
 fn start_scheduler(booted: &Booted, channels: &[&str]) -> Option<Addr<Scheduler>> {
     let channels = channels.iter().map(|c| c.to_string()).collect();
-    Scheduler::new(&booted.runtime, booted.router.clone(), channels).map(Actor::start)
+    Scheduler::new(&booted.runtime, booted.router.clone(), booted.intake.accept.clone(), channels).map(Actor::start)
 }
 
 async fn stop_scheduler(scheduler: Option<Addr<Scheduler>>) {

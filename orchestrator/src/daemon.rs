@@ -46,7 +46,12 @@ pub fn channels(runtime: &Arc<Runtime>) -> anyhow::Result<Vec<Box<dyn Channel>>>
     if config.http.enabled {
         let backstage = Arc::new(crate::backstage::RuntimeBackstage::new(runtime.clone()));
         let metrics = crate::metrics::install()?;
-        channels.push(Box::new(minibot_web::WebChannel::new(config, backstage, Some(metrics))?));
+        channels.push(Box::new(minibot_web::WebChannel::new(
+            config,
+            backstage,
+            Some(metrics),
+            Some(runtime.store.clone()),
+        )?));
     }
     Ok(channels)
 }

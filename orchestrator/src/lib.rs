@@ -20,6 +20,7 @@ pub mod daemon;
 pub mod doctor;
 pub mod format_repair;
 pub mod guardrail;
+pub mod intake_ledger;
 pub mod logging;
 pub mod mcp_supervisor;
 pub mod memory_release;

@@ -5,7 +5,8 @@
 
 use actix::prelude::*;
 use minibot_mcp::{McpHub, McpServer};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const CHECK_EVERY: Duration = Duration::from_secs(5);
@@ -20,9 +21,24 @@ fn down_backoff() -> backon::ExponentialBackoff {
         .build()
 }
 
+/// Which servers of one hub are up, as their connection actors last saw them: `minibot_mcp_servers_up` counts
+/// them. Up is connected with its tools loaded (its last load had no error).
+#[derive(Default)]
+struct UpServers(Mutex<HashMap<String, bool>>);
+
+impl UpServers {
+    fn set(&self, server: &str, up: bool) {
+        if let Ok(mut servers) = self.0.lock() {
+            servers.insert(server.to_string(), up);
+            metrics::gauge!("minibot_mcp_servers_up").set(servers.values().filter(|up| **up).count() as f64);
+        }
+    }
+}
+
 pub struct McpConnection {
     hub: Arc<McpHub>,
     server: Arc<McpServer>,
+    up: Arc<UpServers>,
     connected: bool,
     checking: bool,
     /// Checks to skip while the server stays down (backoff).
@@ -32,11 +48,19 @@ pub struct McpConnection {
 }
 
 impl McpConnection {
-    fn new(hub: Arc<McpHub>, server: Arc<McpServer>) -> Self {
-        Self { hub, server, connected: true, checking: false, skip: 0, backoff: down_backoff() }
+    fn new(hub: Arc<McpHub>, server: Arc<McpServer>, up: Arc<UpServers>) -> Self {
+        Self { hub, server, up, connected: true, checking: false, skip: 0, backoff: down_backoff() }
+    }
+
+    /// Reports this server to the gauge; a reload (`reload_mcp`, a reconnect) shows by the next check.
+    fn report(&self) {
+        let name = self.server.name();
+        let loaded = self.hub.status().iter().any(|s| s.name == name && s.error.is_none());
+        self.up.set(name, self.connected && loaded);
     }
 
     fn check(&mut self, ctx: &mut Context<Self>) {
+        self.report();
         if self.checking {
             return;
         }
@@ -75,6 +99,7 @@ impl McpConnection {
                         tracing::warn!(server = %name, error = %error, "mcp server is down; reconnecting in the background");
                     }
                     act.connected = false;
+                    act.report();
                     let pause = act.backoff.next().unwrap_or(MAX_PAUSE);
                     act.skip = (pause.as_secs() / CHECK_EVERY.as_secs()).saturating_sub(1) as u32;
                 }
@@ -87,6 +112,7 @@ impl Actor for McpConnection {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
+        self.report();
         ctx.run_interval(CHECK_EVERY, |act, ctx| act.check(ctx));
     }
 }
@@ -100,11 +126,12 @@ impl Supervised for McpConnection {
 
 /// Starts one supervised connection actor per configured server.
 pub fn supervise(hub: &Arc<McpHub>) -> Vec<Addr<McpConnection>> {
+    let up = Arc::new(UpServers::default());
     hub.servers()
         .iter()
         .map(|server| {
-            let (hub, server) = (hub.clone(), server.clone());
-            Supervisor::start(move |_| McpConnection::new(hub, server))
+            let (hub, server, up) = (hub.clone(), server.clone(), up.clone());
+            Supervisor::start(move |_| McpConnection::new(hub, server, up))
         })
         .collect()
 }

@@ -2,11 +2,10 @@
 //! turns that were pending when the process last stopped.
 
 use crate::conversation::{Conversation, IdleSince, Retire};
-use crate::format_repair;
+use crate::intake_ledger::IntakeLedger;
 use crate::messages::{
-    AcceptUpdates, ChannelHandle, Deliver, Delivered, FindApprovals, Inbound, Intake, LastUpdate,
-    NOTHING_RUNNING_REPLY, NewSession, Outbound, OutboundFile, OutboundRole, PendingAnswer, RegisterChannel,
-    RepairFormat, ReplayPending, StopTurn, TaskRoutes, session_id,
+    ChannelHandle, Deliver, FindApprovals, Inbound, Intake, NOTHING_RUNNING_REPLY, NewSession, Outbound, OutboundFile,
+    OutboundRole, PendingAnswer, RegisterChannel, ReplayPending, StopTurn, TaskRoutes, session_id,
 };
 use crate::render;
 use crate::runtime::Runtime;
@@ -135,18 +134,19 @@ impl Handler<RetireQuietChats> for Router {
     }
 }
 
-/// What channels need of the router.
-pub fn intake(router: &Addr<Router>) -> Intake {
+/// What channels need: the router for their chats' traffic, the [`IntakeLedger`] for what must reach the disk
+/// (and the format repair, a model call), so that neither ever waits in the router's mailbox.
+pub fn intake(router: &Addr<Router>, ledger: &Addr<IntakeLedger>) -> Intake {
     Intake {
         inbound: router.clone().recipient(),
         stop: router.clone().recipient(),
         new_session: router.clone().recipient(),
         register: router.clone().recipient(),
         replay: router.clone().recipient(),
-        accept: router.clone().recipient(),
-        last_update: router.clone().recipient(),
-        repair: router.clone().recipient(),
-        delivered: router.clone().recipient(),
+        accept: ledger.clone().recipient(),
+        last_update: ledger.clone().recipient(),
+        repair: ledger.clone().recipient(),
+        delivered: ledger.clone().recipient(),
     }
 }
 
@@ -312,72 +312,5 @@ impl Handler<FindApprovals> for Router {
                 handle.approvals.clone().ok_or_else(|| format!("the {} channel cannot ask for approval", msg.channel))
             }
         })
-    }
-}
-
-impl Handler<AcceptUpdates> for Router {
-    type Result = ResponseActFuture<Self, Result<Vec<bool>, String>>;
-
-    /// Only records: the channel then sends each new turn (and its other actions) in update order, and the
-    /// update is acknowledged to its source only once its turn is on disk.
-    fn handle(&mut self, msg: AcceptUpdates, _ctx: &mut Context<Self>) -> Self::Result {
-        let store = self.rt.store.clone();
-        let writes: Vec<(i64, Option<minibot_store::PendingWrite>)> = msg
-            .updates
-            .iter()
-            .map(|(update_id, inbound)| {
-                let pending = inbound.as_ref().map(|inbound| minibot_store::PendingWrite {
-                    event_id: inbound.event_id.clone(),
-                    session_id: inbound.session_id(),
-                    message_json: serde_json::to_string(inbound).unwrap_or_default(),
-                });
-                (*update_id, pending)
-            })
-            .collect();
-        let source = msg.source;
-        Box::pin(async move { store.accept_updates(&source, &writes).await }.into_actor(self).map(
-            move |written, _act, _ctx| {
-                let fresh = written.map_err(|e| format!("cannot record the updates: {e}"))?;
-                for ((update_id, _), is_new) in msg.updates.iter().zip(fresh.iter()) {
-                    if !is_new {
-                        tracing::info!(update_id, "update delivered again; already accepted");
-                    }
-                }
-                Ok(fresh)
-            },
-        ))
-    }
-}
-
-impl Handler<LastUpdate> for Router {
-    type Result = ResponseFuture<Result<Option<i64>, String>>;
-
-    fn handle(&mut self, msg: LastUpdate, _ctx: &mut Context<Self>) -> Self::Result {
-        let store = self.rt.store.clone();
-        Box::pin(async move { store.last_update_id(&msg.source).await.map_err(|e| e.to_string()) })
-    }
-}
-
-impl Handler<RepairFormat> for Router {
-    type Result = ResponseFuture<Result<String, String>>;
-
-    fn handle(&mut self, msg: RepairFormat, _ctx: &mut Context<Self>) -> Self::Result {
-        let rt = self.rt.clone();
-        Box::pin(async move { format_repair::repair(&rt, &msg).await })
-    }
-}
-
-impl Handler<Delivered> for Router {
-    type Result = ();
-
-    fn handle(&mut self, msg: Delivered, _ctx: &mut Context<Self>) {
-        let store = self.rt.store.clone();
-        actix::spawn(async move {
-            for id in msg.event_ids {
-                if let Err(error) = store.clear_pending(&id).await {
-                    tracing::error!(event_id = %id, error = %error, "cannot clear a delivered turn");
-                }
-            }
-        });
     }
 }

@@ -24,14 +24,19 @@ pub struct Scheduler {
 
 impl Scheduler {
     /// The scheduler for `channels`, or `None` when `[scheduler.prompts]` is off.
-    pub fn new(runtime: &Runtime, router: Addr<Router>, channels: Vec<String>) -> Option<Self> {
+    pub fn new(
+        runtime: &Runtime,
+        router: Addr<Router>,
+        accept: Recipient<AcceptUpdates>,
+        channels: Vec<String>,
+    ) -> Option<Self> {
         let parts = runtime.scheduler.clone()?;
         let source = format!("scheduler:{}", parts.store.identity());
         let claimant = Claimant::current();
         let engine = Engine {
             store: parts.store.clone(),
             clock: Arc::new(SystemClock),
-            deliver: Arc::new(ToChats { router, source }),
+            deliver: Arc::new(ToChats { router, accept, source }),
             channels,
             claimant: claimant.to_string(),
             is_gone: Arc::new(move |other| claimant.outlived(other)),
@@ -81,6 +86,8 @@ impl Handler<StopScheduler> for Scheduler {
 /// Fires become turns of their chats through the router.
 struct ToChats {
     router: Addr<Router>,
+    /// The durable intake ([`crate::intake_ledger`]).
+    accept: Recipient<AcceptUpdates>,
     /// `scheduler:<database identity>`: the chat store records fire ids under it.
     source: String,
 }
@@ -93,10 +100,10 @@ impl Deliver for ToChats {
             inbound.event_id = format!("{}:{}", self.source, fire.id);
             inbound.scheduled_job = Some(fire.job_id.clone());
             let accepted = self
-                .router
+                .accept
                 .send(AcceptUpdates { source: self.source.clone(), updates: vec![(fire.id, Some(inbound.clone()))] })
                 .await
-                .map_err(|e| format!("the router is not running: {e}"))??;
+                .map_err(|e| format!("the intake is not running: {e}"))??;
             if accepted.first() == Some(&true) {
                 self.router.do_send(Inbound { recorded: true, ..inbound });
             } else {

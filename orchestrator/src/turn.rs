@@ -36,6 +36,7 @@ pub async fn run_turn(
     shown: ShownText,
 ) -> TurnReport {
     let _active = rt.turn_started();
+    let mut meter = TurnMeter::new(&inbound.channel);
     let session = inbound.session_id();
     let reply = |text: String, kind: ReplyKind, answers: Vec<String>, is_error: bool| Outbound {
         channel: inbound.channel.clone(),
@@ -59,6 +60,7 @@ pub async fn run_turn(
         Ok(history) => history,
         Err(error) => {
             tracing::error!(session = %session, error = %error, "cannot read history");
+            meter.outcome = "failed";
             let text = format!("Sorry, I couldn't answer right now: the history store failed ({error}).");
             return TurnReport {
                 reply: reply(text, ReplyKind::Text, vec![inbound.event_id.clone()], true),
@@ -209,6 +211,10 @@ pub async fn run_turn(
             again
         });
     }
+    meter.outcome = match &result {
+        Ok(outcome) => TurnMeter::outcome_of(outcome.stop_reason),
+        Err(_) => "failed",
+    };
     match result {
         Ok(outcome) => {
             let model_name = &model.settings.model;
@@ -299,6 +305,43 @@ pub async fn run_turn(
                 compaction: None,
             }
         }
+    }
+}
+
+/// Counts the turn in `minibot_turns_total` when it ends, however it ends: a turn the user stops (or shutdown
+/// drops) never returns, so the count is taken on drop and starts as `stopped`.
+struct TurnMeter {
+    channel: String,
+    outcome: &'static str,
+}
+
+impl TurnMeter {
+    fn new(channel: &str) -> Self {
+        Self { channel: channel.to_string(), outcome: "stopped" }
+    }
+
+    /// `answered` when the model finished its answer, `timed_out` at the turn's time limit, `failed` when the
+    /// provider did, `stopped` when a step, tool-call or repetition limit ended it first (the user still gets a
+    /// reply saying so).
+    fn outcome_of(reason: StopReason) -> &'static str {
+        match reason {
+            StopReason::Completed => "answered",
+            StopReason::Timeout => "timed_out",
+            StopReason::ProviderError => "failed",
+            StopReason::MaxSteps
+            | StopReason::MaxToolCalls
+            | StopReason::Cancelled
+            | StopReason::RepeatedToolFailure
+            | StopReason::RepeatedIteration
+            | StopReason::TruncatedToolCall => "stopped",
+        }
+    }
+}
+
+impl Drop for TurnMeter {
+    fn drop(&mut self) {
+        metrics::counter!("minibot_turns_total", "channel" => std::mem::take(&mut self.channel), "outcome" => self.outcome)
+            .increment(1);
     }
 }
 

@@ -28,4 +28,6 @@ mod secrets;
 mod streaming;
 mod tasks;
 mod telegram;
+mod web_browser;
+mod web_http;
 mod worker_approvals;

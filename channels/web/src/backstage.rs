@@ -7,6 +7,13 @@ use std::time::Duration;
 pub trait Backstage: Send + Sync + 'static {
     /// The dashboard's figures, read now.
     async fn overview(&self) -> Overview;
+
+    /// Background tasks, newest first, as `list_tasks` gives them (`{"tasks": [...]}`); `Err` says why not
+    /// (tasks are off, the store failed).
+    async fn tasks(&self, limit: u32) -> Result<serde_json::Value, String>;
+
+    /// Cancels a running task, as `cancel_task` does; answers its result (`{"cancelled": true}` or why not).
+    async fn cancel_task(&self, task_id: &str) -> Result<serde_json::Value, String>;
 }
 
 #[derive(Debug, Clone, Default)]

@@ -15,9 +15,10 @@ use actix_web::middleware::Next;
 use actix_web::{HttpMessage, HttpResponse, web};
 use std::net::{IpAddr, Ipv4Addr};
 
-/// Routes anyone may reach: the health check, the login page and the static files it needs.
+/// Routes anyone may reach: the health check, the login page and the static files it needs (and the icon a
+/// browser asks for on its own).
 fn is_public(path: &str) -> bool {
-    matches!(path, "/health" | "/login") || path.starts_with("/static/")
+    matches!(path, "/health" | "/login" | "/favicon.ico") || path.starts_with("/static/")
 }
 
 pub async fn check(
@@ -89,8 +90,11 @@ fn is_safe_method(method: &Method) -> bool {
 /// neither (curl, a script) is not a browser that can be tricked into sending the user's cookie.
 fn is_cross_site(req: &ServiceRequest) -> bool {
     let fetch_site = req.headers().get("sec-fetch-site").and_then(|v| v.to_str().ok());
-    if fetch_site.is_some_and(|site| !matches!(site, "same-origin" | "none")) {
-        return true;
+    match fetch_site {
+        // Set by the browser itself, never by a page: it has the last word where it is sent.
+        Some("same-origin") => return false,
+        Some(_) => return true,
+        None => {}
     }
     match req.headers().get(header::ORIGIN).map(|v| v.to_str()) {
         None => false,
@@ -116,13 +120,12 @@ fn host_is_loopback(host: Option<&header::HeaderValue>) -> bool {
     let Some(host) = host.and_then(|h| h.to_str().ok()) else {
         return false;
     };
-    let name =
-        match host.strip_prefix('[') {
-            Some(rest) => rest.split(']').next().unwrap_or_default(),
-            None => host
-                .rsplit_once(':')
-                .map_or(host, |(name, port)| if port.chars().all(|c| c.is_ascii_digit()) { name } else { host }),
-        };
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or_default(),
+        None => host
+            .rsplit_once(':')
+            .map_or(host, |(name, port)| if port.chars().all(|c| c.is_ascii_digit()) { name } else { host }),
+    };
     name.eq_ignore_ascii_case("localhost") || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 

@@ -5,8 +5,10 @@
 
 pub mod auth;
 pub mod backstage;
+pub mod chat;
 pub mod gate;
 pub mod pages;
+pub mod readers;
 mod routes;
 pub mod state;
 
@@ -14,7 +16,7 @@ pub use backstage::{Backstage, McpServerRow, Overview, TaskFigures, WorkerRow};
 pub use state::MetricsRender;
 
 use actix_web::web;
-use minibot_channel::messages::{ChannelCapabilities, Intake};
+use minibot_channel::messages::{ChannelCapabilities, ChannelHandle, Intake, RegisterChannel, TextFormat};
 use minibot_channel::{Channel, ChannelStartError, HttpMount};
 use minibot_config::Config;
 use state::WebState;
@@ -22,7 +24,23 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub const CHANNEL: &str = "web";
+pub use chat::CHANNEL;
+
+pub const CAPABILITIES: ChannelCapabilities = ChannelCapabilities {
+    approvals: true,
+    files: false,
+    edit_messages: false,
+    max_message_chars: None,
+    format: TextFormat::Html,
+};
+
+/// 256 random bits, URL-safe base64: a token that is also a valid WebSocket subprotocol name.
+fn random_token() -> Result<String, getrandom::Error> {
+    use base64::Engine;
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes)?;
+    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+}
 
 /// The web UI as the daemon runs it.
 pub struct WebChannel {
@@ -50,6 +68,7 @@ impl WebChannel {
         config: &Config,
         backstage: Arc<dyn Backstage>,
         metrics: Option<MetricsRender>,
+        history: Option<minibot_store::Store>,
     ) -> Result<Self, ChannelStartError> {
         let listen = Self::check(config)?;
         let credentials = auth::Credentials::from_config(&config.http);
@@ -60,6 +79,10 @@ impl WebChannel {
             secure_cookies: !listen.ip().is_loopback(),
             backstage,
             metrics,
+            readers: readers::Readers::new(Arc::new(config.clone()), history),
+            chat_token: random_token().map_err(|e| ChannelStartError(format!("cannot draw the chat token: {e}")))?,
+            chat: Default::default(),
+            uploads: chat::uploads::Uploads::from_config(config),
         };
         Ok(Self { listen, state: web::Data::new(state) })
     }
@@ -87,11 +110,36 @@ impl Channel for WebChannel {
         CHANNEL
     }
 
+    /// It asks for approvals with buttons and shows answers as HTML; files are named in text, not delivered.
     fn capabilities(&self) -> ChannelCapabilities {
-        ChannelCapabilities::default()
+        CAPABILITIES
     }
 
-    async fn start(&mut self, _intake: &Intake) -> Result<Vec<HttpMount>, ChannelStartError> {
+    async fn start(&mut self, intake: &Intake) -> Result<Vec<HttpMount>, ChannelStartError> {
+        let hub = actix::Supervisor::start(|_| chat::hub::WebHub::default());
+        intake.register.do_send(RegisterChannel {
+            name: CHANNEL.into(),
+            handle: ChannelHandle {
+                outbound: hub.clone().recipient(),
+                progress: hub.clone().recipient(),
+                capabilities: CAPABILITIES,
+                files: None,
+                approvals: Some(hub.clone().recipient()),
+                // A finished answer is in the history the page loads, whether or not a socket was open.
+                confirms_delivery: false,
+            },
+        });
+        let _ = self.state.chat.set(chat::ChatLink { hub, intake: intake.clone() });
+        // Old uploads go at start and then every ten minutes, off the async threads.
+        let state = self.state.clone();
+        actix::spawn(async move {
+            let mut every = tokio::time::interval(Duration::from_secs(600));
+            loop {
+                every.tick().await;
+                let state = state.clone();
+                let _ = tokio::task::spawn_blocking(move || state.uploads.clean()).await;
+            }
+        });
         let state = self.state.clone();
         Ok(vec![HttpMount::new(self.listen, "http.port", "web UI", move |config| {
             routes::configure(state.clone(), config)
@@ -103,10 +151,22 @@ impl Channel for WebChannel {
         server: Option<&minibot_channel::http::RunningServer>,
     ) -> Result<String, ChannelStartError> {
         let address = server.and_then(|s| s.local_addr(self.listen)).unwrap_or(self.listen);
+        if address.ip().is_unspecified() {
+            // `http://0.0.0.0:…` opens nowhere: say what does.
+            let local = std::net::SocketAddr::new(std::net::IpAddr::from([127, 0, 0, 1]), address.port());
+            return Ok(format!("web UI on every address, port {} (http://{local}/ from this machine)", address.port()));
+        }
         Ok(format!("web UI at http://{address}/"))
     }
 
-    async fn stop(&mut self) {}
+    /// Open chat sockets close (the server's stop would otherwise wait for them); the pages' database handles
+    /// close too.
+    async fn stop(&mut self) {
+        if let Some(link) = self.state.chat.get() {
+            let _ = link.hub.send(chat::hub::CloseAll).await;
+        }
+        self.state.readers.close().await;
+    }
 
     async fn flush(&self, _limit: Duration) -> bool {
         true

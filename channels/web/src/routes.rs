@@ -20,8 +20,16 @@ pub fn configure(state: web::Data<WebState>, config: &mut web::ServiceConfig) {
             .route("/logout", web::post().to(logout))
             .route("/static/app.css", web::get().to(|| asset("text/css", include_str!("../assets/app.css"))))
             .route("/static/app.js", web::get().to(|| asset("text/javascript", include_str!("../assets/app.js"))))
+            .route("/static/icon.svg", web::get().to(|| asset("image/svg+xml", include_str!("../assets/icon.svg"))))
+            .route("/favicon.ico", web::get().to(|| async { HttpResponse::NoContent().finish() }))
             .route("/", web::get().to(dashboard))
+            .route("/chat", web::get().to(chat_page))
+            .route("/chat/ws", web::get().to(crate::chat::socket::open))
+            .route("/chat/upload", web::post().to(upload))
+            .route("/tasks", web::get().to(tasks_page))
+            .route("/tasks/cancel", web::post().to(cancel_task))
             .route("/metrics", web::get().to(metrics))
+            .configure(pages::browse::configure)
             .default_service(web::to(not_found)),
     );
 }
@@ -102,6 +110,113 @@ async fn logout(req: HttpRequest, state: web::Data<WebState>) -> HttpResponse {
 async fn dashboard(state: web::Data<WebState>) -> HttpResponse {
     let overview = state.backstage.overview().await;
     pages::html(pages::dashboard::render(&overview, !state.credentials.is_open()))
+}
+
+async fn chat_page(req: HttpRequest, state: web::Data<WebState>) -> HttpResponse {
+    let Some(chat_id) = crate::chat::chat_id_of(req.query_string()) else {
+        return HttpResponse::BadRequest().body("c must be a chat number from 1 to 1000000");
+    };
+    let signed_in = !state.credentials.is_open();
+    let uploads = &state.uploads;
+    pages::html(crate::chat::page::render(chat_id, &state.chat_token, signed_in, uploads.limits(), uploads.enabled()))
+}
+
+#[derive(Deserialize)]
+struct TasksQuery {
+    status: Option<String>,
+    fragment: Option<u8>,
+    notice: Option<String>,
+}
+
+async fn tasks_page(query: web::Query<TasksQuery>, state: web::Data<WebState>) -> HttpResponse {
+    let all = match query.status.as_deref() {
+        None | Some("running") => false,
+        Some("all") => true,
+        Some(_) => return HttpResponse::BadRequest().body("status must be running or all"),
+    };
+    let tasks = state.backstage.tasks(pages::tasks::LIMIT).await;
+    if query.fragment == Some(1) {
+        return pages::html(pages::tasks::table(&tasks, all));
+    }
+    // The notice is one of ours (see cancel_task), chosen by a word, never text from the URL.
+    let notice = match query.notice.as_deref() {
+        Some("cancelled") => Some("The task was cancelled."),
+        Some("not_cancelled") => Some("The task could not be cancelled; see its status."),
+        _ => None,
+    };
+    pages::html(pages::tasks::render(&tasks, all, !state.credentials.is_open(), notice))
+}
+
+#[derive(Deserialize)]
+struct CancelForm {
+    task_id: String,
+}
+
+async fn cancel_task(form: web::Form<CancelForm>, state: web::Data<WebState>) -> HttpResponse {
+    let outcome = state.backstage.cancel_task(form.task_id.trim()).await;
+    let cancelled = outcome.as_ref().is_ok_and(|v| v["cancelled"].as_bool() == Some(true));
+    if let Err(error) = &outcome {
+        tracing::warn!(%error, "cancel from the web UI failed");
+    }
+    let location = if cancelled { "/tasks?notice=cancelled" } else { "/tasks?notice=not_cancelled" };
+    HttpResponse::SeeOther().insert_header((header::LOCATION, location)).finish()
+}
+
+/// One attachment's raw bytes (see [`crate::chat::uploads`]).
+async fn upload(req: HttpRequest, payload: web::Payload, state: web::Data<WebState>) -> HttpResponse {
+    let Some(chat_id) = crate::chat::chat_id_of(req.query_string()) else {
+        return json_error(actix_web::http::StatusCode::BAD_REQUEST, "c must be a chat number from 1 to 1000000");
+    };
+    let largest = state.uploads.limits().largest();
+    let declared = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > largest) {
+        let message = format!("The file is over the {largest}-byte upload limit.");
+        return json_error(actix_web::http::StatusCode::PAYLOAD_TOO_LARGE, &message);
+    }
+    let limit = usize::try_from(largest).unwrap_or(usize::MAX);
+    let bytes = match payload.to_bytes_limited(limit).await {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(_)) => return json_error(actix_web::http::StatusCode::BAD_REQUEST, "The upload was cut short."),
+        Err(_) => {
+            let message = format!("The file is over the {largest}-byte upload limit.");
+            return json_error(actix_web::http::StatusCode::PAYLOAD_TOO_LARGE, &message);
+        }
+    };
+    let header_text = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let name = header_text("x-file-name").map(|n| percent_decode(&n));
+    let mime = header_text("content-type");
+    let state = state.into_inner();
+    let accepted = web::block(move || state.uploads.accept(chat_id, name.as_deref(), mime.as_deref(), &bytes)).await;
+    match accepted {
+        Ok(Ok(accepted)) => HttpResponse::Ok().json(accepted),
+        Ok(Err(error)) => json_error(error.status(), &error.to_string()),
+        Err(_) => json_error(actix_web::http::StatusCode::INTERNAL_SERVER_ERROR, "The file could not be saved."),
+    }
+}
+
+fn json_error(status: actix_web::http::StatusCode, message: &str) -> HttpResponse {
+    HttpResponse::build(status).json(serde_json::json!({ "error": message }))
+}
+
+/// `%XX` sequences decoded; invalid ones and invalid UTF-8 kept as they are (the name is sanitised later).
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        if bytes[i] == b'%'
+            && let (Some(hi), Some(lo)) =
+                (bytes.get(i + 1).copied().and_then(hex), bytes.get(i + 2).copied().and_then(hex))
+        {
+            out.push((hi * 16 + lo) as u8);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 async fn metrics(state: web::Data<WebState>) -> HttpResponse {

@@ -2,7 +2,9 @@
 
 use crate::auth::{Credentials, Failures, Sessions};
 use crate::backstage::Backstage;
-use std::sync::Arc;
+use crate::chat::ChatLink;
+use crate::chat::uploads::Uploads;
+use std::sync::{Arc, OnceLock};
 
 /// Renders the metrics in Prometheus text format.
 pub type MetricsRender = Arc<dyn Fn() -> String + Send + Sync>;
@@ -15,4 +17,12 @@ pub struct WebState {
     pub secure_cookies: bool,
     pub backstage: Arc<dyn Backstage>,
     pub metrics: Option<MetricsRender>,
+    /// What the browsing pages read: history, memory, graph, scheduled prompts.
+    pub readers: crate::readers::Readers,
+    /// This boot's chat token: a chat socket must offer it ([`crate::chat::socket`]). Random per start, so a
+    /// page from an earlier start (or another server) cannot open one.
+    pub chat_token: String,
+    /// Set once the channel has started and registered with the router.
+    pub chat: OnceLock<ChatLink>,
+    pub uploads: Uploads,
 }

@@ -12,7 +12,7 @@
 
 use super::approvals::{self, WorkerQuestion};
 use super::hub::TaskHub;
-use super::texts;
+use super::{meter, texts};
 use crate::messages::{
     ApprovalRequest, Deliver, Inbound, Outbound, OutboundFile, OutboundRole, TaskRoutes, TaskSource, session_id,
 };
@@ -153,6 +153,10 @@ impl TaskCoordinator {
             return;
         }
         self.sweeping = true;
+        // The roster drops silent workers as it is read: read every sweep, the gauge follows within a second.
+        if let Ok(mut fleet) = self.hub.fleet.lock() {
+            meter::workers_online(fleet.live().len());
+        }
         let hub = self.hub.clone();
         let check = async move { waiting_tasks(&hub).await };
         ctx.spawn(check.into_actor(self).then(|waiting, act, _| {
@@ -231,6 +235,7 @@ async fn waiting_tasks(hub: &TaskHub) -> Vec<(TaskRecord, Option<String>)> {
     };
     let waiting: Vec<TaskRecord> =
         active.into_iter().filter(|r| r.status == TaskStatus::Pending || orphaned(r)).collect();
+    meter::queue_depth(waiting.len());
     if waiting.is_empty() {
         return Vec::new();
     }
@@ -264,6 +269,7 @@ async fn time_out_unserved(hub: &TaskHub, routes: &TaskRoutes, record: &TaskReco
     let ending = Ending { error: Some(&error), ..Ending::new(TaskStatus::TimedOut, "timeout") };
     match hub.store.finish_unchanged(record, &ending).await {
         Ok(Applied::Finished(ended)) => {
+            meter::ended(&ended);
             tracing::warn!(task_id = %record.id, reason = %reason, "task timed out waiting for a worker");
             // Off the queue, so a worker that joins later does not run it after the chat heard it timed out
             // (SQLite removes it; over RabbitMQ a worker that takes it anyway is told to stop when it reports
@@ -302,6 +308,9 @@ impl Handler<Apply> for TaskCoordinator {
             let applied = match &event.kind {
                 WorkerEventKind::Started => {
                     let applied = hub.store.started(&event.task_id, &attempt).await;
+                    if let Ok(Applied::Updated(record)) = &applied {
+                        meter::started(record, event.attempt);
+                    }
                     if let Ok(Applied::Ignored) = applied {
                         // It ended here already (cancelled, timed out waiting for a worker) while its message
                         // still sat in a queue nobody read: the worker that took it now must not run it.
@@ -369,6 +378,7 @@ impl Handler<Apply> for TaskCoordinator {
             };
             let route = match applied {
                 Ok(Applied::Finished(record)) => {
+                    meter::ended(&record);
                     let attachments = match &event.kind {
                         WorkerEventKind::Finished { attachments, .. } => attachments.clone(),
                         _ => Vec::new(),

@@ -267,7 +267,9 @@ impl TaskHub {
             tracing::error!(task_id = %id, error = %error, "cannot queue the task");
             let error_text = error.to_string();
             let ending = Ending { error: Some(&error_text), ..Ending::new(TaskStatus::Failed, "worker_error") };
-            let _ = self.store.finish(&id, 0, &ending).await;
+            if let Ok(Applied::Finished(record)) = self.store.finish(&id, 0, &ending).await {
+                super::meter::ended(&record);
+            }
             return Err(ToolError::respond("task:queue_failed", format!("the task could not be queued: {error}")));
         }
         tracing::info!(task_id = %id, agent = ?envelope.agent_name, delivery = %delivery, "task queued");
@@ -374,9 +376,11 @@ impl TaskService for TaskHub {
                 ));
             }
             let ending = Ending::new(TaskStatus::Cancelled, "cancelled");
-            if let Applied::Ignored =
-                self.store.finish(&record.id, record.attempts, &ending).await.map_err(store_error)?
-            {
+            let applied = self.store.finish(&record.id, record.attempts, &ending).await.map_err(store_error)?;
+            if let Applied::Finished(ended) = &applied {
+                super::meter::ended(ended);
+            }
+            if let Applied::Ignored = applied {
                 // It ended on its own while the cancel was on its way (or its worker already reported the cancel).
                 let status = self.store.get(&record.id).await.map_err(store_error)?.map(|r| r.status);
                 if status != Some(TaskStatus::Cancelled) {

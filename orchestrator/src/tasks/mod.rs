@@ -10,6 +10,7 @@ mod demand;
 pub mod fleet;
 pub mod hub;
 pub mod local_workers;
+mod meter;
 mod texts;
 
 pub use hub::TaskHub;

@@ -1,6 +1,7 @@
 mod compaction;
 mod harness;
 mod layout;
+mod metrics;
 mod quiet_chats;
 mod task_support;
 mod task_trust;

@@ -305,6 +305,7 @@ impl AgentRun<'_> {
         let args = match parse_arguments(&call.arguments) {
             Ok(args) => args,
             Err(reason) => {
+                count_call(self.tools, &call.name, "error");
                 let message = format!(
                     "{reason}. Your tool call was probably cut off; resend the complete call with all required arguments."
                 );
@@ -312,6 +313,7 @@ impl AgentRun<'_> {
             }
         };
         let Some(tool) = self.tools.get(&call.name) else {
+            count_call(self.tools, &call.name, "error");
             let message = format!(
                 "tool {name} is not registered. If '{name}' is a shell/CLI command, run it with the `bash` tool \
                  instead; otherwise use one of the tools offered to you.",
@@ -323,6 +325,7 @@ impl AgentRun<'_> {
         if let Some(gate) = self.approvals
             && let Err(denial) = gate.check(&call.name, &args, &context).await
         {
+            count_call(self.tools, &call.name, "denied");
             let message = denial.to_string();
             return Ok((error_result(&call.name, &call.arguments, APPROVAL_DENIED_CODE, &message), true));
         }
@@ -333,6 +336,7 @@ impl AgentRun<'_> {
             Ok(value) => value.get("ok") != Some(&Value::Bool(false)),
             Err(_) => false,
         };
+        count_call(self.tools, &call.name, if ok { "ok" } else { "error" });
         (self.on_event)(AgentEvent::ToolFinished {
             call_id: call.id.clone(),
             name: call.name.clone(),
@@ -366,6 +370,14 @@ impl AgentRun<'_> {
             }
         }
     }
+}
+
+/// Counts a call the loop answered (run, refused or not approved) for the process's metrics; a no-op without a
+/// recorder, as in a worker. The model picks the name: one the registry does not hold counts as `unknown`, so
+/// the label stays bounded.
+fn count_call(tools: &ToolRegistry, name: &str, outcome: &'static str) {
+    let tool = if tools.get(name).is_some() { name.to_string() } else { "unknown".to_string() };
+    metrics::counter!("minibot_tool_calls_total", "tool" => tool, "outcome" => outcome).increment(1);
 }
 
 fn tool_message(call: &ToolCall, result: &Value) -> Message {

@@ -54,7 +54,9 @@ fn security_headers() -> DefaultHeaders {
         ))
         .add(("X-Content-Type-Options", "nosniff"))
         .add(("X-Frame-Options", "DENY"))
-        .add(("Referrer-Policy", "no-referrer"))
+        // Not `no-referrer`: under it a browser sends `Origin: null` with the UI's own form posts, which the
+        // cross-site check must refuse.
+        .add(("Referrer-Policy", "same-origin"))
         .add(("Cross-Origin-Opener-Policy", "same-origin"))
         .add(("Cross-Origin-Resource-Policy", "same-origin"))
         .add(("Cache-Control", "no-store"))

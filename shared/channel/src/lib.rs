@@ -5,6 +5,7 @@
 //! Cargo keeps the dependency one way.
 
 pub mod approval_wait;
+pub mod attachments;
 pub mod channel;
 pub mod http;
 pub mod messages;

@@ -201,13 +201,30 @@ pub(crate) fn check(config: &Config, origin: &str) -> Result<()> {
         };
         return Err(invalid(unset, format!("is empty while {set} is set; Basic auth needs both")));
     }
-    let loopback = matches!(http.host.as_str(), "127.0.0.1" | "::1" | "localhost");
+    let host = http.host.trim().trim_start_matches('[').trim_end_matches(']');
+    let loopback =
+        host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
     let has_auth =
         !http.auth_token.is_empty() || (!http.basic_auth_user.is_empty() && !http.basic_auth_password.is_empty());
+    let is_ip = host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok();
+    if http.enabled && !is_ip {
+        return Err(invalid(
+            "http.host",
+            format!(
+                "`{}` is not an IP address; use 127.0.0.1 (this machine only) or the address of the interface to \
+                 listen on",
+                http.host
+            ),
+        ));
+    }
     if http.enabled && !loopback && !has_auth {
         return Err(invalid(
             "http.host",
-            format!("`{}` is reachable from other machines; set http.auth_token or basic auth", http.host),
+            format!(
+                "`{}` is reachable from other machines and [http] sets no credentials; set http.auth_token (or \
+                 basic_auth_user and basic_auth_password), or listen on 127.0.0.1",
+                http.host
+            ),
         ));
     }
     if config.memory.sqlite_url.is_empty() || crate::sqlite_path_from_url(&config.memory.sqlite_url).is_none() {

@@ -3,7 +3,7 @@
 //! answer back; what every provider needs is shared around them: the HTTP transport and error classification
 //! (`http`), server-sent events (`sse`), and the wrappers that [`provider_for`] puts around any client:
 //! [`Masking`] (no secret leaves in a request), [`ShapedTools`] (tool schemas in the shape the model family
-//! takes) and [`Retrying`] (backoff on errors that can pass). Errors are
+//! takes), [`Retrying`] (backoff on errors that can pass) and [`Metered`] (the process's metrics). Errors are
 //! [`LlmError`], classified retryable or not by an exhaustive match.
 //!
 //! Which formats this build can call is decided once, by the config's feature table
@@ -17,6 +17,7 @@ mod gemini;
 mod http;
 mod limits;
 mod masking;
+mod metered;
 mod openai_chat;
 mod openai_responses;
 mod retry;
@@ -33,6 +34,7 @@ pub use limits::{
     TokenEncoding, count_text_tokens, count_tokens, model_limits, model_table_source,
 };
 pub use masking::Masking;
+pub use metered::Metered;
 pub use openai_chat::OpenAiChat;
 pub use openai_responses::OpenAiResponses;
 pub use retry::{RetryPolicy, Retrying};
@@ -82,7 +84,8 @@ impl<P: ChatProvider + ?Sized> ChatProvider for Arc<P> {
     }
 }
 
-/// The client for an endpoint, with secret masking, tool schemas shaped for the model, and retries around it.
+/// The client for an endpoint, with secret masking, tool schemas shaped for the model, retries and metrics around
+/// it. Every chat request of the process goes through here, so this is where requests are counted.
 pub fn provider_for(endpoint: &LlmEndpoint) -> Result<Arc<dyn ChatProvider>> {
     if !endpoint.api_format.is_callable() {
         return Err(LlmError::Unsupported(endpoint.api_format.as_str().into()));
@@ -96,7 +99,8 @@ pub fn provider_for(endpoint: &LlmEndpoint) -> Result<Arc<dyn ChatProvider>> {
         ApiFormat::ChatgptCodex => return Err(LlmError::Unsupported(endpoint.api_format.as_str().into())),
     };
     let policy = RetryPolicy { attempts: endpoint.retry_attempts + 1, base: endpoint.retry_delay };
-    Ok(Arc::new(Masking::new(ShapedTools::new(Retrying::new(client, policy)), endpoint.redactor.clone())))
+    let masked = Masking::new(ShapedTools::new(Retrying::new(client, policy)), endpoint.redactor.clone());
+    Ok(Arc::new(Metered::new(masked, endpoint.provider.clone())))
 }
 
 /// reqwest is built without a default TLS crypto backend (aws-lc takes minutes to build); ring serves instead.

@@ -18,7 +18,7 @@ impl Store {
     /// Records each update id and its pending turn in one transaction. Returns, per update, whether it was new
     /// (`false`: recorded before, a redelivery whose turn must not run again).
     pub async fn accept_updates(&self, source: &str, updates: &[(i64, Option<PendingWrite>)]) -> Result<Vec<bool>> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
         let accepted_at = now();
         let mut fresh = Vec::with_capacity(updates.len());
         for (update_id, pending) in updates {

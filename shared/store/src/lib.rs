@@ -4,8 +4,11 @@
 //! Task records ([`TaskStore`]) live in the tasks database next to the SQLite queue.
 //!
 //! One database file in WAL mode; every write that belongs together is one transaction, so a crash leaves
-//! either the whole turn or none of it.
+//! either the whole turn or none of it. Those transactions begin `IMMEDIATE`: they take the write lock first,
+//! waiting out another writer, where a deferred one could fail at once with "database is locked" when the
+//! history index (`messages_fts`) made it read before it wrote.
 
+mod browse;
 mod channel_updates;
 mod pending;
 pub mod replay;
@@ -13,6 +16,7 @@ mod summaries;
 pub mod tasks;
 mod transcripts;
 
+pub use browse::{MATCH_END, MATCH_START, SearchHit, SessionSummary};
 pub use channel_updates::PendingWrite;
 pub use minibot_protocol::{Delivery, TaskStatus, TaskUsage};
 pub use pending::PendingTurn;

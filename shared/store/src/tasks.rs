@@ -418,7 +418,7 @@ impl TaskStore {
     }
 
     pub async fn add_event(&self, task_id: &str, event_type: &str, payload: &Value) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
         sqlx::query("INSERT INTO task_events (task_id, event_type, payload, created_at) VALUES (?1, ?2, ?3, ?4)")
             .bind(task_id)
             .bind(event_type)
@@ -588,7 +588,7 @@ impl TaskStore {
         let cutoff =
             chrono::Utc::now() - chrono::Duration::seconds(i64::try_from(older_than_seconds).unwrap_or(i64::MAX / 2));
         let cutoff = cutoff.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
         sqlx::query(
             "DELETE FROM task_events WHERE task_id IN (SELECT id FROM tasks WHERE status IN ('done','failed','cancelled','timed_out') AND updated_at < ?1)",
         )

@@ -215,7 +215,7 @@ impl Store {
         answer_json: Option<&str>,
     ) -> Result<()> {
         let messages = crate::replay::answered_calls_only(messages.to_vec());
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
         let created_at = now();
         // One INSERT for the turn's messages (in slices that stay under SQLite's bound on parameters) and one
         // UPDATE for their turn id: every statement is a round trip to the database's thread.
@@ -291,7 +291,7 @@ impl Store {
     /// `{session_id}@{now}`. Returns that id and how many messages moved (none: the session was empty).
     pub async fn archive_session(&self, session_id: &str) -> Result<(String, u64)> {
         let archive = format!("{session_id}@{}", now());
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
         let moved = sqlx::query("UPDATE messages SET session_id = ?2 WHERE session_id = ?1")
             .bind(session_id)
             .bind(&archive)

@@ -3,7 +3,16 @@
 use maud::{DOCTYPE, Markup, html};
 
 /// The pages in the navigation, as (path, label).
-const NAV: &[(&str, &str)] = &[("/", "Dashboard")];
+const NAV: &[(&str, &str)] = &[
+    ("/", "Dashboard"),
+    ("/chat", "Chat"),
+    ("/history", "History"),
+    ("/tasks", "Tasks"),
+    ("/memory", "Memory"),
+    ("/scheduled", "Scheduled"),
+    ("/graph", "Graph"),
+    ("/mcp", "MCP"),
+];
 
 pub fn page(title: &str, current: &str, signed_in: bool, body: Markup) -> Markup {
     html! {
@@ -12,7 +21,7 @@ pub fn page(title: &str, current: &str, signed_in: bool, body: Markup) -> Markup
             head {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
-                meta name="referrer" content="no-referrer";
+                link rel="icon" href="/static/icon.svg" type="image/svg+xml";
                 title { (title) " · minibot" }
                 link rel="stylesheet" href="/static/app.css";
                 script src="/static/app.js" defer {}
@@ -20,9 +29,12 @@ pub fn page(title: &str, current: &str, signed_in: bool, body: Markup) -> Markup
             body {
                 header {
                     span.brand { "minibot" }
-                    nav {
-                        @for (path, label) in NAV {
-                            a href=(path) aria-current=[(*path == current).then_some("page")] { (label) }
+                    // Before the login the pages are out of reach: no links to them.
+                    @if current != "/login" {
+                        nav {
+                            @for (path, label) in NAV {
+                                a href=(path) aria-current=[(*path == current).then_some("page")] { (label) }
+                            }
                         }
                     }
                     @if signed_in {

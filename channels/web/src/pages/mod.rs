@@ -1,8 +1,15 @@
 //! Pages, rendered on the server with maud (which escapes everything it interpolates).
 
+pub mod browse;
 pub mod dashboard;
+pub mod graph;
+pub mod history;
 pub mod layout;
 pub mod login;
+pub mod mcp;
+pub mod memory;
+pub mod scheduled;
+pub mod tasks;
 
 use actix_web::HttpResponse;
 use actix_web::http::header;

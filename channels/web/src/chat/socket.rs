@@ -1,0 +1,197 @@
+//! One browser's chat socket (`GET /chat/ws?c=<n>`, session `web:<n>`). The gate has already checked the
+//! login; the socket also needs this boot's chat token in `Sec-WebSocket-Protocol` (the chat page carries it,
+//! and no other site can read that page) and, from a browser, an `Origin` naming this server: a page elsewhere
+//! cannot open it with the user's cookie.
+
+use super::hub::{Answer, Join, Leave, UserSent};
+use super::protocol::{ClientMessage, ServerMessage, ShownMessage};
+use super::{ChatLink, chat_id_of, markup};
+use crate::state::WebState;
+use actix_web::http::header;
+use actix_web::{HttpRequest, HttpResponse, web};
+use futures_util::StreamExt;
+use minibot_channel::messages::{Inbound, StopTurn, session_id};
+use minibot_store::Role;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The subprotocol the page asks for and the server answers with; the token travels as a second one.
+pub const PROTOCOL: &str = "minibot.chat";
+/// The token's subprotocol is `auth.<token>`.
+pub const TOKEN_PREFIX: &str = "auth.";
+/// Longest frame the browser may send (a message's text is far below this).
+const MAX_FRAME_BYTES: usize = 256 * 1024;
+/// Longest message text, in characters.
+pub const MAX_TEXT_CHARS: usize = 32_000;
+/// Messages per history page.
+pub const HISTORY_PAGE: u32 = 30;
+
+static NEXT_SOCKET: AtomicU64 = AtomicU64::new(1);
+
+pub async fn open(req: HttpRequest, body: web::Payload, state: web::Data<WebState>) -> HttpResponse {
+    let Some(chat_id) = chat_id_of(req.query_string()) else {
+        return HttpResponse::BadRequest().body("c must be a chat number from 1 to 1000000");
+    };
+    let Some(link) = state.chat.get().cloned() else {
+        return HttpResponse::ServiceUnavailable().body("The chat is not running yet.");
+    };
+    if !origin_allowed(&req) {
+        tracing::warn!(origin = ?req.headers().get(header::ORIGIN), "chat socket from another origin refused");
+        return HttpResponse::Forbidden().body("This socket only opens from this server's own pages.");
+    }
+    if !token_offered(&req, &state.chat_token) {
+        tracing::warn!("chat socket without this boot's chat token refused");
+        return HttpResponse::Forbidden().body("The chat token is missing or from an earlier start; reload the page.");
+    }
+    let (mut response, session, stream) = match actix_ws::handle(&req, body) {
+        Ok(parts) => parts,
+        Err(error) => return HttpResponse::from_error(error),
+    };
+    response.headers_mut().insert(header::SEC_WEBSOCKET_PROTOCOL, header::HeaderValue::from_static(PROTOCOL));
+    let stream =
+        stream.max_frame_size(MAX_FRAME_BYTES).aggregate_continuations().max_continuation_size(MAX_FRAME_BYTES);
+    actix_web::rt::spawn(run(chat_id, session, stream, state.into_inner(), link));
+    response
+}
+
+async fn run(
+    chat_id: i64,
+    mut session: actix_ws::Session,
+    mut stream: actix_ws::AggregatedMessageStream,
+    state: std::sync::Arc<WebState>,
+    link: ChatLink,
+) {
+    let socket_id = NEXT_SOCKET.fetch_add(1, Ordering::Relaxed);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    if let Some(page) = history_page(&state, chat_id, None, true).await
+        && session.text(page.to_json()).await.is_err()
+    {
+        return;
+    }
+    // The hub holds the only sender: when it lets go (the server is stopping), the socket closes.
+    link.hub.do_send(Join { chat_id, socket_id, tx });
+    loop {
+        tokio::select! {
+            frame = stream.next() => match frame {
+                Some(Ok(actix_ws::AggregatedMessage::Text(text))) => {
+                    if let Some(reply) = handle(&text, chat_id, socket_id, &state, &link).await
+                        && session.text(reply.to_json()).await.is_err()
+                    {
+                        break;
+                    }
+                }
+                Some(Ok(actix_ws::AggregatedMessage::Ping(bytes))) => {
+                    if session.pong(&bytes).await.is_err() { break; }
+                }
+                Some(Ok(actix_ws::AggregatedMessage::Pong(_))) => {}
+                Some(Ok(actix_ws::AggregatedMessage::Binary(_))) => {
+                    let error = ServerMessage::Error { error: "binary frames are not read; upload files with the button".into() };
+                    if session.text(error.to_json()).await.is_err() { break; }
+                }
+                Some(Ok(actix_ws::AggregatedMessage::Close(_))) | None => break,
+                Some(Err(error)) => {
+                    tracing::debug!(%error, "chat socket read failed");
+                    break;
+                }
+            },
+            outgoing = rx.recv() => match outgoing {
+                Some(text) => if session.text(text).await.is_err() { break; },
+                None => {
+                    let reason = actix_ws::CloseReason { code: actix_ws::CloseCode::Away, description: Some("the server is stopping".into()) };
+                    let _ = session.close(Some(reason)).await;
+                    return;
+                }
+            },
+        }
+    }
+    link.hub.do_send(Leave { chat_id, socket_id });
+    let _ = session.close(None).await;
+}
+
+/// Acts on one frame; answers what goes back to this socket alone.
+async fn handle(text: &str, chat_id: i64, socket_id: u64, state: &WebState, link: &ChatLink) -> Option<ServerMessage> {
+    let message = match serde_json::from_str::<ClientMessage>(text) {
+        Ok(message) => message,
+        Err(error) => return Some(ServerMessage::Error { error: format!("unreadable message: {error}") }),
+    };
+    match message {
+        ClientMessage::Message { text, upload_ids } => {
+            if text.trim() == "/stop" {
+                link.intake.stop.do_send(StopTurn { channel: super::CHANNEL.into(), chat_id });
+                return None;
+            }
+            if text.chars().count() > MAX_TEXT_CHARS {
+                return Some(ServerMessage::Error {
+                    error: format!("The message is longer than {MAX_TEXT_CHARS} characters; nothing was sent."),
+                });
+            }
+            let model_text = match state.uploads.take_for_message(chat_id, &text, &upload_ids) {
+                Ok(Some(model_text)) => model_text,
+                Ok(None) => return None,
+                Err(error) => return Some(ServerMessage::Error { error }),
+            };
+            link.intake.inbound.do_send(Inbound::new(super::CHANNEL, chat_id, Some(chat_id), model_text));
+            link.hub.do_send(UserSent { chat_id, socket_id, text });
+            None
+        }
+        ClientMessage::Stop => {
+            link.intake.stop.do_send(StopTurn { channel: super::CHANNEL.into(), chat_id });
+            None
+        }
+        ClientMessage::Approval { approval_id, approved } => {
+            link.hub.do_send(Answer { chat_id, approval_id, approved });
+            None
+        }
+        ClientMessage::HistoryBefore { before_id } => history_page(state, chat_id, Some(before_id), false).await,
+    }
+}
+
+/// A page of the chat's stored messages, oldest first.
+async fn history_page(state: &WebState, chat_id: i64, before: Option<i64>, initial: bool) -> Option<ServerMessage> {
+    let store = state.readers.history().ok()?;
+    let session = session_id(super::CHANNEL, chat_id);
+    let rows = match store.history_page(&session, before, HISTORY_PAGE).await {
+        Ok(rows) => rows,
+        Err(error) => {
+            tracing::warn!(%error, %session, "cannot read the chat's history");
+            return Some(ServerMessage::Error { error: "The history could not be read.".into() });
+        }
+    };
+    let before_id = (rows.len() as u32 == HISTORY_PAGE).then(|| rows.first().map(|r| r.id)).flatten();
+    let messages = rows
+        .into_iter()
+        .map(|row| {
+            let assistant = row.role == Role::Assistant;
+            ShownMessage {
+                id: Some(row.id),
+                role: if assistant { "assistant" } else { "user" },
+                html: assistant.then(|| markup::to_html(&row.content, minibot_agent::ReplyKind::Markdown)),
+                text: row.content,
+            }
+        })
+        .collect();
+    Some(ServerMessage::HistoryPage { initial, messages, before_id })
+}
+
+/// A browser always sends `Origin` with a socket; it must name the host the request went to. A client that
+/// sends none is not a browser page (and still needs the login and the token).
+fn origin_allowed(req: &HttpRequest) -> bool {
+    let Some(origin) = req.headers().get(header::ORIGIN) else { return true };
+    let Ok(origin) = origin.to_str() else { return false };
+    let Some((scheme, authority)) = origin.split_once("://") else { return false };
+    if !matches!(scheme, "http" | "https") {
+        return false;
+    }
+    let named = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok()).map(str::trim);
+    named("host").is_some_and(|h| h.eq_ignore_ascii_case(authority))
+        || named("x-forwarded-host").is_some_and(|h| h.eq_ignore_ascii_case(authority))
+}
+
+fn token_offered(req: &HttpRequest, token: &str) -> bool {
+    use subtle::ConstantTimeEq;
+    req.headers()
+        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|p| p.trim().strip_prefix(TOKEN_PREFIX))
+        .any(|given| bool::from(given.as_bytes().ct_eq(token.as_bytes())))
+}

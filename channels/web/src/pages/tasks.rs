@@ -1,0 +1,117 @@
+//! Background tasks: the running ones (or all with `?status=all`), with their progress and a Cancel button.
+//! The page's script reloads the table every two seconds (`?fragment=1` gives the table alone), so progress
+//! moves without a reload.
+
+use super::layout::page;
+use maud::{Markup, html};
+use serde_json::Value;
+
+/// Tasks shown at most.
+pub const LIMIT: u32 = 200;
+
+pub fn render(tasks: &Result<Value, String>, all: bool, signed_in: bool, notice: Option<&str>) -> Markup {
+    page(
+        "Tasks",
+        "/tasks",
+        signed_in,
+        html! {
+            h1 { "Background tasks" }
+            p.switch {
+                @if all { a href="/tasks" { "Running only" } " · All" } @else { "Running · " a href="/tasks?status=all" { "All" } }
+            }
+            @if let Some(notice) = notice { p.notice role="status" { (notice) } }
+            div #tasks-live data-status=(if all { "all" } else { "running" }) { (table(tasks, all)) }
+        },
+    )
+}
+
+/// The table alone, for the page's refresh.
+pub fn table(tasks: &Result<Value, String>, all: bool) -> Markup {
+    let rows: Vec<&Value> = match tasks {
+        Ok(value) => value["tasks"]
+            .as_array()
+            .map(|tasks| tasks.iter().filter(|t| all || is_active(t)).collect())
+            .unwrap_or_default(),
+        Err(error) => return html! { p.error { (error) } },
+    };
+    html! {
+        @if rows.is_empty() {
+            p #no-tasks { @if all { "No tasks yet." } @else { "No task is running." } }
+        } @else {
+            table #tasks {
+                thead { tr { th { "Task" } th { "Agent" } th { "Status" } th { "Progress" } th { "Worker" } th { "Created" } th {} } }
+                tbody {
+                    @for task in rows {
+                        @let id = task["task_id"].as_str().unwrap_or_default();
+                        tr data-task=(id) data-status=(text(&task["status"])) {
+                            td { code { (short(id)) } }
+                            td { (task["agent_name"].as_str().unwrap_or("general")) }
+                            td.status { (text(&task["status"])) }
+                            td.progress { (progress(&task["progress"])) }
+                            td { (task["worker"]["host"].as_str().or(task["worker"]["worker_id"].as_str()).unwrap_or("")) }
+                            td { (text(&task["created_at"])) }
+                            td {
+                                @if is_active(task) {
+                                    form method="post" action="/tasks/cancel" {
+                                        input type="hidden" name="task_id" value=(id);
+                                        button type="submit" { "Cancel" }
+                                    }
+                                } @else if let Some(preview) = task["result_preview"].as_str() {
+                                    span.preview { (preview) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn is_active(task: &Value) -> bool {
+    matches!(task["status"].as_str(), Some("pending" | "running"))
+}
+
+fn text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn short(id: &str) -> &str {
+    id.get(..12).unwrap_or(id)
+}
+
+/// A worker's progress note: its `message` (and `percent`) when it gives them, else the JSON.
+fn progress(value: &Value) -> String {
+    let message = value["message"].as_str().or(value["text"].as_str());
+    let percent = value["percent"].as_f64();
+    match (message, percent) {
+        (Some(m), Some(p)) => format!("{p:.0} % {m}"),
+        (Some(m), None) => m.to_string(),
+        (None, Some(p)) => format!("{p:.0} %"),
+        (None, None) if value.is_null() || value.as_object().is_some_and(|o| o.is_empty()) => String::new(),
+        (None, None) => value.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn running_view_hides_finished_tasks_and_escapes_text() {
+        let tasks = Ok(json!({ "tasks": [
+            { "task_id": "aaaaaaaaaaaaaaaa", "status": "running", "progress": { "message": "<b>step 2</b>" } },
+            { "task_id": "bbbbbbbbbbbbbbbb", "status": "done", "result_preview": "ok" },
+        ]}));
+        let running = table(&tasks, false).into_string();
+        assert!(running.contains("aaaaaaaaaaaa") && !running.contains("bbbbbbbbbbbb"));
+        assert!(running.contains("&lt;b&gt;step 2&lt;/b&gt;") && running.contains("Cancel"));
+        let all = table(&tasks, true).into_string();
+        assert!(all.contains("bbbbbbbbbbbb"));
+    }
+}
