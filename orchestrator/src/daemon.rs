@@ -28,7 +28,16 @@ pub fn check_channels(config: &Config) -> anyhow::Result<()> {
         );
     }
     if config.http.enabled {
-        minibot_web::WebChannel::check(config)?;
+        let web = minibot_web::WebChannel::check(config)?;
+        let same_address = telegram.webhook_listen.parse::<std::net::SocketAddr>().is_ok_and(|hook| hook == web);
+        let path = crate::channels::telegram::webhook::path_of(telegram.webhook_url.as_deref().unwrap_or_default());
+        if telegram_on && telegram.mode == "webhook" && same_address && minibot_web::serves_path(&path) {
+            anyhow::bail!(
+                "channels.telegram.webhook_url: its path `{path}` is a page of the web UI, which listens on the same \
+                 address ({web}); give the webhook a path of its own (for example /telegram) or another \
+                 webhook_listen port"
+            );
+        }
     }
     Ok(())
 }

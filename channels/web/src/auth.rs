@@ -27,8 +27,14 @@ pub const FAILURE_WINDOW: Duration = Duration::from_secs(15 * 60);
 #[derive(Clone)]
 pub struct Credentials {
     token: Option<[u8; 32]>,
+    /// The token is long enough that guessing it is hopeless (see [`STRONG_TOKEN_CHARS`]).
+    strong_token: bool,
     basic: Option<([u8; 32], [u8; 32])>,
 }
+
+/// A token this long cannot be guessed, so it is still taken while guessing elsewhere has closed the door to
+/// everyone else: scripts and Prometheus keep working through someone else's flood of wrong passwords.
+pub const STRONG_TOKEN_CHARS: usize = 24;
 
 fn digest(value: &[u8]) -> [u8; 32] {
     Sha256::digest(value).into()
@@ -43,7 +49,13 @@ impl Credentials {
         let token = (!http.auth_token.is_empty()).then(|| digest(http.auth_token.as_bytes()));
         let basic = (!http.basic_auth_user.is_empty() && !http.basic_auth_password.is_empty())
             .then(|| (digest(http.basic_auth_user.as_bytes()), digest(http.basic_auth_password.as_bytes())));
-        Self { token, basic }
+        Self { token, strong_token: http.auth_token.chars().count() >= STRONG_TOKEN_CHARS, basic }
+    }
+
+    /// A `Bearer` header with the right token, when that token is strong.
+    pub fn strong_bearer_matches(&self, header: &str) -> bool {
+        let (scheme, value) = header.trim().split_once(' ').unwrap_or((header, ""));
+        self.strong_token && scheme.eq_ignore_ascii_case("bearer") && self.token_matches(value.trim())
     }
 
     /// No credentials: the server is on a loopback address, and anyone who can reach it may use it.
@@ -144,15 +156,23 @@ struct FailureState {
 impl Failures {
     /// How long `address` must wait before its next attempt counts; `None` when it may try now.
     pub fn blocked(&self, address: IpAddr) -> Option<Duration> {
+        self.blocked_address(address).or_else(|| self.blocked_everyone())
+    }
+
+    /// How long `address` itself is blocked, for its own failures.
+    pub fn blocked_address(&self, address: IpAddr) -> Option<Duration> {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
         state.prune(now);
-        let wait = |times: &[Instant], limit: u32| {
-            (times.len() >= limit as usize)
-                .then(|| times.first().map_or(FAILURE_WINDOW, |t| FAILURE_WINDOW - (now - *t)))
-        };
-        let own = state.by_address.get(&address).and_then(|times| wait(times, MAX_FAILURES_PER_ADDRESS));
-        own.or_else(|| wait(&state.all, MAX_FAILURES_IN_ALL))
+        state.by_address.get(&address).and_then(|times| wait(times, MAX_FAILURES_PER_ADDRESS, now))
+    }
+
+    /// How long everyone is blocked, for the failures of all addresses together.
+    pub fn blocked_everyone(&self) -> Option<Duration> {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        state.prune(now);
+        wait(&state.all, MAX_FAILURES_IN_ALL, now)
     }
 
     pub fn record(&self, address: IpAddr) {
@@ -162,6 +182,11 @@ impl Failures {
         state.by_address.entry(address).or_default().push(now);
         state.all.push(now);
     }
+}
+
+/// Past `limit` failures, the time until the oldest leaves the window.
+fn wait(times: &[Instant], limit: u32, now: Instant) -> Option<Duration> {
+    (times.len() >= limit as usize).then(|| times.first().map_or(FAILURE_WINDOW, |t| FAILURE_WINDOW - (now - *t)))
 }
 
 impl FailureState {

@@ -47,10 +47,17 @@ pub async fn check(
     }
     let client = client_address(&req);
     if let Some(header) = req.headers().get(header::AUTHORIZATION) {
-        if let Some(wait) = state.failures.blocked(client) {
+        let value = header.to_str().unwrap_or_default();
+        // Blocked for its own failures: refused, right or wrong. Blocked because of everyone's: only a strong
+        // token gets through.
+        let blocked = state
+            .failures
+            .blocked_address(client)
+            .or_else(|| state.failures.blocked_everyone().filter(|_| !state.credentials.strong_bearer_matches(value)));
+        if let Some(wait) = blocked {
             return Ok(req.into_response(crate::pages::too_many(wait)).map_into_right_body());
         }
-        if header.to_str().is_ok_and(|value| state.credentials.header_matches(value)) {
+        if state.credentials.header_matches(value) {
             req.extensions_mut().insert(Authenticated::Header);
             return next.call(req).await.map(ServiceResponse::map_into_left_body);
         }

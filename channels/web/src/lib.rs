@@ -88,6 +88,30 @@ impl WebChannel {
     }
 }
 
+/// Whether the web UI answers `path`: another route on its address (Telegram's webhook) must not take one of
+/// these.
+pub fn serves_path(path: &str) -> bool {
+    const PATHS: &[&str] = &[
+        "/",
+        "/health",
+        "/login",
+        "/logout",
+        "/favicon.ico",
+        "/metrics",
+        "/chat",
+        "/chat/ws",
+        "/chat/upload",
+        "/tasks",
+        "/tasks/cancel",
+        "/history",
+        "/memory",
+        "/scheduled",
+        "/graph",
+        "/mcp",
+    ];
+    PATHS.contains(&path) || path.starts_with("/static/")
+}
+
 /// `host` as an IP address with `port`; `localhost` is taken as 127.0.0.1, any other name is refused.
 pub fn listen_address(host: &str, port: u16) -> Result<SocketAddr, ChannelStartError> {
     let host = host.trim();

@@ -53,22 +53,50 @@ async fn login_page(state: web::Data<WebState>) -> HttpResponse {
     pages::html(pages::login::form(state.credentials.has_basic(), state.credentials.has_token(), None))
 }
 
-#[derive(Deserialize)]
+/// The login form's fields.
+#[derive(Default)]
 struct LoginForm {
     user: Option<String>,
     password: Option<String>,
     token: Option<String>,
 }
 
-async fn login(req: HttpRequest, form: web::Form<LoginForm>, state: web::Data<WebState>) -> HttpResponse {
+/// A login form is a few hundred bytes; anyone may send one, so its body is read only this far and this long.
+const LOGIN_BODY_LIMIT: usize = 4096;
+const LOGIN_BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// An upload may take a while on a slow link, but not forever: a trickle would hold the connection.
+const UPLOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Reads the form body within [`LOGIN_BODY_LIMIT`] and [`LOGIN_BODY_TIMEOUT`]; `None` when it is not one.
+async fn read_login_form(payload: web::Payload) -> Option<LoginForm> {
+    let body =
+        tokio::time::timeout(LOGIN_BODY_TIMEOUT, payload.to_bytes_limited(LOGIN_BODY_LIMIT)).await.ok()?.ok()?.ok()?;
+    let mut form = LoginForm::default();
+    for (key, value) in url::form_urlencoded::parse(&body) {
+        let slot = match key.as_ref() {
+            "user" => &mut form.user,
+            "password" => &mut form.password,
+            "token" => &mut form.token,
+            _ => continue,
+        };
+        *slot = Some(value.into_owned());
+    }
+    Some(form)
+}
+
+async fn login(req: HttpRequest, payload: web::Payload, state: web::Data<WebState>) -> HttpResponse {
     let credentials = &state.credentials;
     if credentials.is_open() {
         return see_other("/");
     }
     let client = req.peer_addr().map_or(std::net::IpAddr::from([0, 0, 0, 0]), |a| a.ip());
+    // Before the body is read: a blocked client costs nothing.
     if let Some(wait) = state.failures.blocked(client) {
         return pages::too_many(wait);
     }
+    let Some(form) = read_login_form(payload).await else {
+        return HttpResponse::BadRequest().content_type("text/plain; charset=utf-8").body("Not a login form.");
+    };
     let by_token = form.token.as_deref().is_some_and(|token| credentials.token_matches(token));
     let by_password = match (&form.user, &form.password) {
         (Some(user), Some(password)) => credentials.basic_matches(user, password),
@@ -174,7 +202,10 @@ async fn upload(req: HttpRequest, payload: web::Payload, state: web::Data<WebSta
         return json_error(actix_web::http::StatusCode::PAYLOAD_TOO_LARGE, &message);
     }
     let limit = usize::try_from(largest).unwrap_or(usize::MAX);
-    let bytes = match payload.to_bytes_limited(limit).await {
+    let Ok(read) = tokio::time::timeout(UPLOAD_TIMEOUT, payload.to_bytes_limited(limit)).await else {
+        return json_error(actix_web::http::StatusCode::REQUEST_TIMEOUT, "The upload took too long.");
+    };
+    let bytes = match read {
         Ok(Ok(bytes)) => bytes,
         Ok(Err(_)) => return json_error(actix_web::http::StatusCode::BAD_REQUEST, "The upload was cut short."),
         Err(_) => {

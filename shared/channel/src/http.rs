@@ -2,10 +2,15 @@
 //! for all of them. A request is routed only among the mounts of the address it came in on.
 
 use crate::channel::HttpMount;
-use actix_web::dev::{ServerHandle, Service};
+use actix_web::dev::{ServerHandle, Service, ServiceResponse};
+use actix_web::http::header;
 use actix_web::middleware::DefaultHeaders;
-use actix_web::{App, HttpMessage, HttpServer, guard, web};
-use std::net::SocketAddr;
+use actix_web::{App, HttpMessage, HttpResponse, HttpServer, guard, web};
+use futures_util::FutureExt;
+use futures_util::future::Either;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
 
 /// Seconds a stop waits for requests in flight before dropping them.
 const SHUTDOWN_SECONDS: u64 = 5;
@@ -41,6 +46,53 @@ impl RunningServer {
 /// The address a request came in on, set before routing so that each mount's guard can read it.
 #[derive(Clone, Copy)]
 struct Listener(SocketAddr);
+
+/// Connections one client address may hold at once. Each costs a file descriptor for as long as it stays open,
+/// and a client that trickles its requests holds many: past this, its requests are refused, so one address
+/// cannot take the server's descriptors from everyone else (a personal UI, even behind a proxy that is one
+/// address, needs far fewer).
+const MAX_CONNECTIONS_PER_ADDRESS: usize = 256;
+/// Connections in all, at most; lower when the process may open few files.
+const MAX_CONNECTIONS: usize = 10_000;
+
+/// Open connections by client address.
+#[derive(Clone, Default)]
+struct Connections(Arc<Mutex<HashMap<IpAddr, usize>>>);
+
+/// A connection's place in [`Connections`], given back when the connection ends (its data is dropped then).
+struct ConnectionSlot {
+    connections: Connections,
+    address: IpAddr,
+    over_limit: bool,
+}
+
+impl Connections {
+    fn take(&self, address: IpAddr) -> ConnectionSlot {
+        let mut open = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let count = open.entry(address).or_default();
+        *count += 1;
+        ConnectionSlot { connections: self.clone(), address, over_limit: *count > MAX_CONNECTIONS_PER_ADDRESS }
+    }
+}
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        let mut open = self.connections.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(count) = open.get_mut(&self.address) {
+            *count -= 1;
+            if *count == 0 {
+                open.remove(&self.address);
+            }
+        }
+    }
+}
+
+/// Half the files this process may open, within [`MAX_CONNECTIONS`]: the rest are for databases, logs, tools.
+fn connection_limit() -> usize {
+    let soft =
+        nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE).map_or(1024, |(soft, _)| soft);
+    usize::try_from(soft / 2).unwrap_or(MAX_CONNECTIONS).clamp(64, MAX_CONNECTIONS)
+}
 
 /// Set on every response the server gives, unless a route set its own: no script, style, frame or form target
 /// from anywhere but this server, no framing, no MIME sniffing, no referrer, nothing cached.
@@ -88,11 +140,18 @@ pub fn serve(mounts: Vec<HttpMount>) -> Result<RunningServer, ServeError> {
         .iter()
         .map(|(asked, got)| (*got, mounts.iter().filter(|m| m.listen == *asked).cloned().collect()))
         .collect();
+    let connections = Connections::default();
     let mut server = HttpServer::new(move || {
         let mut app = App::new().wrap(security_headers()).wrap_fn(|req, srv| {
+            if req.conn_data::<ConnectionSlot>().is_some_and(|slot| slot.over_limit) {
+                let refusal = HttpResponse::ServiceUnavailable()
+                    .insert_header((header::CONNECTION, "close"))
+                    .body("Too many connections from your address.");
+                return Either::Left(std::future::ready(Ok(req.into_response(refusal).map_into_right_body())));
+            }
             let listener = Listener(req.app_config().local_addr());
             req.extensions_mut().insert(listener);
-            srv.call(req)
+            Either::Right(srv.call(req).map(|res| res.map(ServiceResponse::map_into_left_body)))
         });
         for (address, mounts) in &routes {
             let address = *address;
@@ -106,6 +165,16 @@ pub fn serve(mounts: Vec<HttpMount>) -> Result<RunningServer, ServeError> {
         }
         app
     })
+    .on_connect(move |connection, data| {
+        if let Some(peer) = connection.downcast_ref::<actix_web::rt::net::TcpStream>().and_then(|s| s.peer_addr().ok())
+        {
+            data.insert(connections.take(peer.ip()));
+        }
+    })
+    .max_connections(connection_limit())
+    // A request's head must arrive within this; a body is bounded by each route that reads one.
+    .client_request_timeout(std::time::Duration::from_secs(5))
+    .keep_alive(std::time::Duration::from_secs(30))
     .workers(1)
     .disable_signals()
     .shutdown_timeout(SHUTDOWN_SECONDS);

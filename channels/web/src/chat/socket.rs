@@ -6,9 +6,11 @@
 use super::hub::{Answer, Join, Leave, UserSent};
 use super::protocol::{ClientMessage, ServerMessage, ShownMessage};
 use super::{ChatLink, chat_id_of, markup};
+use crate::auth::SESSION_COOKIE;
+use crate::gate::{Authenticated, cookie};
 use crate::state::WebState;
 use actix_web::http::header;
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpMessage, HttpRequest, HttpResponse, web};
 use futures_util::StreamExt;
 use minibot_channel::messages::{Inbound, StopTurn, session_id};
 use minibot_store::Role;
@@ -24,6 +26,8 @@ const MAX_FRAME_BYTES: usize = 256 * 1024;
 pub const MAX_TEXT_CHARS: usize = 32_000;
 /// Messages per history page.
 pub const HISTORY_PAGE: u32 = 30;
+/// How often an idle socket checks that its login session still holds (a frame from the browser checks at once).
+const SESSION_RECHECK: std::time::Duration = std::time::Duration::from_secs(10);
 
 static NEXT_SOCKET: AtomicU64 = AtomicU64::new(1);
 
@@ -42,14 +46,19 @@ pub async fn open(req: HttpRequest, body: web::Payload, state: web::Data<WebStat
         tracing::warn!("chat socket without this boot's chat token refused");
         return HttpResponse::Forbidden().body("The chat token is missing or from an earlier start; reload the page.");
     }
-    let (mut response, session, stream) = match actix_ws::handle(&req, body) {
+    let (mut response, socket, stream) = match actix_ws::handle(&req, body) {
         Ok(parts) => parts,
         Err(error) => return HttpResponse::from_error(error),
     };
     response.headers_mut().insert(header::SEC_WEBSOCKET_PROTOCOL, header::HeaderValue::from_static(PROTOCOL));
+    // A socket opened with a login session lives only as long as the session (logout, expiry).
+    let session = match req.extensions().get::<Authenticated>() {
+        Some(Authenticated::Session) => cookie(&req, SESSION_COOKIE),
+        _ => None,
+    };
     let stream =
         stream.max_frame_size(MAX_FRAME_BYTES).aggregate_continuations().max_continuation_size(MAX_FRAME_BYTES);
-    actix_web::rt::spawn(run(chat_id, session, stream, state.into_inner(), link));
+    actix_web::rt::spawn(run(chat_id, socket, stream, state.into_inner(), link, session));
     response
 }
 
@@ -59,7 +68,10 @@ async fn run(
     mut stream: actix_ws::AggregatedMessageStream,
     state: std::sync::Arc<WebState>,
     link: ChatLink,
+    login: Option<String>,
 ) {
+    let logged_out = || login.as_deref().is_some_and(|cookie| !state.sessions.is_valid(cookie));
+    let mut recheck = tokio::time::interval(SESSION_RECHECK);
     let socket_id = NEXT_SOCKET.fetch_add(1, Ordering::Relaxed);
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     if let Some(page) = history_page(&state, chat_id, None, true).await
@@ -71,7 +83,11 @@ async fn run(
     link.hub.do_send(Join { chat_id, socket_id, tx });
     loop {
         tokio::select! {
+            _ = recheck.tick() => if logged_out() {
+                break;
+            },
             frame = stream.next() => match frame {
+                Some(Ok(actix_ws::AggregatedMessage::Text(_))) if logged_out() => break,
                 Some(Ok(actix_ws::AggregatedMessage::Text(text))) => {
                     if let Some(reply) = handle(&text, chat_id, socket_id, &state, &link).await
                         && session.text(reply.to_json()).await.is_err()
@@ -104,7 +120,11 @@ async fn run(
         }
     }
     link.hub.do_send(Leave { chat_id, socket_id });
-    let _ = session.close(None).await;
+    let reason = logged_out().then(|| actix_ws::CloseReason {
+        code: actix_ws::CloseCode::Policy,
+        description: Some("the login ended".into()),
+    });
+    let _ = session.close(reason).await;
 }
 
 /// Acts on one frame; answers what goes back to this socket alone.

@@ -13,8 +13,11 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Uploads waiting for their message, at most, in all chats together.
-const MAX_WAITING: usize = 64;
+/// Uploads waiting for their message, at most, in all chats together; one chat may hold at most
+/// [`UploadLimits::max_waiting_per_chat`] of them.
+const MAX_WAITING: usize = 256;
+/// An upload no message named within this long is deleted (a page closed before sending).
+const UNSENT_FOR: Duration = Duration::from_secs(3600);
 
 #[derive(Debug, Clone)]
 pub struct UploadLimits {
@@ -43,6 +46,12 @@ impl UploadLimits {
             max_total_bytes: self.max_total_bytes,
             allowed_mime_types: vec!["image/*".into(), "audio/*".into()],
         }
+    }
+
+    /// Uploads one chat may hold before its message is sent: a message takes `max_attachments`, and a user may
+    /// replace a few.
+    pub fn max_waiting_per_chat(&self) -> usize {
+        (self.max_attachments as usize * 2).max(6)
     }
 
     /// The most bytes one upload can be, whatever its kind.
@@ -172,9 +181,14 @@ impl Uploads {
             }
         };
         let kind = claimed_kind;
-        let shown = attachments::file_name(name, kind.as_str(), &mime);
-        if self.lock().len() >= MAX_WAITING {
-            return Err(UploadError::TooManyWaiting);
+        let shown = with_extension_of(&attachments::file_name(name, kind.as_str(), &mime), &mime);
+        self.drop_unsent(root);
+        {
+            let waiting = self.lock();
+            let of_chat = waiting.values().filter(|w| w.chat_id == chat_id).count();
+            if waiting.len() >= MAX_WAITING || of_chat >= self.limits.max_waiting_per_chat() {
+                return Err(UploadError::TooManyWaiting);
+            }
         }
         let upload_id = uuid_like();
         let root = ManagedRoot::create(root, *outside).map_err(|error| {
@@ -227,6 +241,24 @@ impl Uploads {
         }
     }
 
+    /// Forgets uploads no message named within [`UNSENT_FOR`], and deletes their files. Blocking.
+    fn drop_unsent(&self, root: &std::path::Path) {
+        let stale: Vec<Saved> = {
+            let mut waiting = self.lock();
+            let ids: Vec<String> =
+                waiting.iter().filter(|(_, w)| w.since.elapsed() >= UNSENT_FOR).map(|(id, _)| id.clone()).collect();
+            ids.iter().filter_map(|id| waiting.remove(id)).map(|w| w.file).collect()
+        };
+        for file in stale {
+            // The path is the one `save` chose under the root: relative to it, or absolute outside it.
+            if let Err(error) = std::fs::remove_file(root.join(&file.path))
+                && error.kind() != std::io::ErrorKind::NotFound
+            {
+                tracing::warn!(%error, path = %file.path, "cannot delete an upload no message named");
+            }
+        }
+    }
+
     /// Deletes uploads older than the retention period (files and waiting entries). Blocking.
     pub fn clean(&self) {
         let Some(retention) = self.retention else { return };
@@ -242,6 +274,30 @@ impl Uploads {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Waiting>> {
         self.waiting.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// `name` with an extension that says what the content is (`x.html` holding a PNG becomes `x.html.png`), so a
+/// program that goes by the name opens it as what it is.
+fn with_extension_of(name: &str, mime: &str) -> String {
+    let fitting: &[&str] = match mime {
+        "image/png" => &["png"],
+        "image/jpeg" => &["jpg", "jpeg"],
+        "image/gif" => &["gif"],
+        "image/webp" => &["webp"],
+        "audio/wav" => &["wav"],
+        "audio/ogg" => &["ogg", "oga", "opus"],
+        "audio/flac" => &["flac"],
+        "audio/mpeg" => &["mp3"],
+        "audio/mp4" => &["m4a", "mp4"],
+        "audio/webm" => &["webm", "weba"],
+        _ => return name.to_string(),
+    };
+    let extension = name.rsplit_once('.').map(|(_, ext)| ext.to_ascii_lowercase());
+    if extension.is_some_and(|ext| fitting.contains(&ext.as_str())) {
+        name.to_string()
+    } else {
+        format!("{name}.{}", fitting[0])
     }
 }
 
@@ -320,6 +376,25 @@ mod tests {
             .collect();
         let text = up.take_for_message(1, "", &ids).unwrap().unwrap();
         assert!(text.contains("Skipped attachments: 2.ogg (more than 2 attachments in one message)"), "{text}");
+    }
+
+    #[test]
+    fn the_name_says_what_the_content_is() {
+        assert_eq!(with_extension_of("x.html", "image/png"), "x.html.png");
+        assert_eq!(with_extension_of("Cat.JPEG", "image/jpeg"), "Cat.JPEG");
+        assert_eq!(with_extension_of("voice", "audio/ogg"), "voice.ogg");
+    }
+
+    #[test]
+    fn one_chat_cannot_hold_every_waiting_upload() {
+        let dir = tempfile::tempdir().unwrap();
+        let up = uploads(dir.path(), 1);
+        let png = [&b"\x89PNG\r\n\x1a\n"[..], &[1; 8]].concat();
+        for _ in 0..6 {
+            up.accept(7, Some("a.png"), Some("image/png"), &png).unwrap();
+        }
+        assert!(matches!(up.accept(7, Some("a.png"), Some("image/png"), &png), Err(UploadError::TooManyWaiting)));
+        assert!(up.accept(8, Some("a.png"), Some("image/png"), &png).is_ok(), "another chat still uploads");
     }
 
     #[test]

@@ -49,7 +49,7 @@ pub fn table(tasks: &Result<Value, String>, all: bool) -> Markup {
                             td.status { (text(&task["status"])) }
                             td.progress { (progress(&task["progress"])) }
                             td { (task["worker"]["host"].as_str().or(task["worker"]["worker_id"].as_str()).unwrap_or("")) }
-                            td { (text(&task["created_at"])) }
+                            td { (when(&task["created_at"])) }
                             td {
                                 @if is_active(task) {
                                     form method="post" action="/tasks/cancel" {
@@ -84,8 +84,24 @@ fn short(id: &str) -> &str {
     id.get(..12).unwrap_or(id)
 }
 
-/// A worker's progress note: its `message` (and `percent`) when it gives them, else the JSON.
+/// A worker's progress as a line: `step 3 · read_file, grep · 1,234 tokens` (and the attempt after the first);
+/// a `message`/`percent` note as it is; anything else as its JSON.
 fn progress(value: &Value) -> String {
+    if let Some(step) = value["step"].as_u64() {
+        let mut parts = vec![format!("step {step}")];
+        let tools: Vec<&str> =
+            value["tool_names"].as_array().map(|t| t.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        if !tools.is_empty() {
+            parts.push(tools.join(", "));
+        }
+        if let Some(tokens) = value["total_tokens"].as_u64().filter(|t| *t > 0) {
+            parts.push(format!("{tokens} tokens"));
+        }
+        if let Some(attempt) = value["attempt"].as_u64().filter(|a| *a > 1) {
+            parts.push(format!("attempt {attempt}"));
+        }
+        return parts.join(" · ");
+    }
     let message = value["message"].as_str().or(value["text"].as_str());
     let percent = value["percent"].as_f64();
     match (message, percent) {
@@ -97,10 +113,27 @@ fn progress(value: &Value) -> String {
     }
 }
 
+/// `2026-12-04 21:19:05` from a stored RFC 3339 time; other text as it is.
+fn when(value: &Value) -> String {
+    let text = text(value);
+    match (text.get(..10), text.get(11..19)) {
+        (Some(day), Some(time)) if text.as_bytes().get(10) == Some(&b'T') => format!("{day} {time}"),
+        _ => text,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn progress_reads_as_a_line() {
+        let running = json!({ "phase": "running", "step": 3, "tool_names": ["read_file", "grep"], "total_tokens": 1234, "attempt": 2 });
+        assert_eq!(progress(&running), "step 3 · read_file, grep · 1234 tokens · attempt 2");
+        assert_eq!(progress(&json!({ "step": 1, "tool_names": [], "attempt": 1 })), "step 1");
+        assert_eq!(when(&json!("2026-12-04T21:19:05.123456Z")), "2026-12-04 21:19:05");
+    }
 
     #[test]
     fn running_view_hides_finished_tasks_and_escapes_text() {
