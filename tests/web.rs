@@ -86,3 +86,17 @@ pub fn http_config(credentials: &str) -> String {
         "[channels.telegram]\nenabled = false\n[http]\nenabled = true\nhost = \"127.0.0.1\"\nport = 0\n{credentials}\n"
     )
 }
+
+/// Every file under `dir`, in any folder depth.
+pub fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(files_under(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}

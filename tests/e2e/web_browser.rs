@@ -425,20 +425,6 @@ async fn stop_ends_a_streaming_turn_and_the_history_keeps_the_cut_text() {
     browser.close().await;
 }
 
-/// Every file under `dir`, recursively.
-fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            out.extend(files_under(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_attached_image_reaches_the_model_as_a_managed_file() {
     let llm =
@@ -467,7 +453,7 @@ async fn an_attached_image_reaches_the_model_as_a_managed_file() {
     let line =
         request.split("\\n").find(|l| l.contains("red-square.png (path=")).unwrap_or_else(|| panic!("{request}"));
     assert!(line.contains("mime=image/png"), "{line}");
-    let saved: Vec<PathBuf> = files_under(&home.path().join("files"))
+    let saved: Vec<PathBuf> = minibot_e2e::web::files_under(&home.path().join("files"))
         .into_iter()
         .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().ends_with("red-square.png")))
         .collect();

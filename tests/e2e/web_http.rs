@@ -453,7 +453,8 @@ async fn uploads_over_the_limit_or_of_the_wrong_type_are_refused_with_a_reason()
     let id = body["upload_id"].as_str().unwrap_or_default();
     assert!(id.len() >= 16, "{body}");
     assert_eq!(body["size"], PNG.len(), "{body}");
-    let saved = files_under(home.path()).into_iter().any(|path| std::fs::read(&path).is_ok_and(|b| b == PNG));
+    let saved =
+        minibot_e2e::web::files_under(home.path()).into_iter().any(|path| std::fs::read(&path).is_ok_and(|b| b == PNG));
     assert!(saved, "the upload is not on disk under {}", home.path().display());
 }
 
@@ -464,19 +465,6 @@ async fn uploads_are_refused_when_file_storage_is_off() {
     let (status, body) = upload(&web, "dot.png", "image/png", PNG.to_vec()).await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     assert!(error_of(&body).contains("file storage"), "{body}");
-}
-
-fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            out.extend(files_under(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out
 }
 
 // 7. Secrets stay out of URLs, pages and logs.
@@ -552,7 +540,7 @@ async fn no_secret_appears_in_a_link_a_page_or_the_log() {
     // Give the log a moment to catch up with the last requests.
     tokio::time::sleep(Duration::from_millis(300)).await;
     // The daemon's log file (under ~/logs, HOME being the test's home) and its stderr.
-    let files = files_under(&home.path().join("logs"));
+    let files = minibot_e2e::web::files_under(&home.path().join("logs"));
     let log =
         files.iter().filter_map(|f| std::fs::read_to_string(f).ok()).chain([web.stderr_text()]).collect::<String>();
     assert!(log.contains("failed login") || log.contains("wrong credentials"), "the failures were not logged: {log}");
@@ -696,4 +684,72 @@ async fn stopping_the_daemon_closes_open_chat_sockets_as_going_away() {
     assert!(close.reason.contains("stopping"), "{close:?}");
     let status = tokio::task::spawn_blocking(move || web.child.wait()).await.unwrap().unwrap();
     assert!(status.success(), "{status:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn logging_out_closes_the_chat_sockets_that_login_opened() {
+    let llm = idle_model().await;
+    let (_home, web) = web_home(&llm, &token_only(), "[tasks]\nenabled = false\n").await;
+    let (headers, _) = expect_status(post_login(&web, &[("token", TOKEN)]).await, StatusCode::SEE_OTHER, "login").await;
+    let (cookie, _) = session_cookie(&headers);
+    let page = client().get(web.url("/chat?c=1")).header(header::COOKIE, &cookie).send().await.unwrap();
+    let token = attribute(&page.text().await.unwrap(), "data-token").unwrap();
+    let mut request = format!("ws://{}/chat/ws?c=1", web.authority()).into_client_request().unwrap();
+    request.headers_mut().insert("sec-websocket-protocol", format!("minibot.chat, auth.{token}").parse().unwrap());
+    request.headers_mut().insert("origin", web.base.parse().unwrap());
+    request.headers_mut().insert("cookie", cookie.parse().unwrap());
+    let (mut socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+    frame_of_kind(&mut socket, "history_page", Duration::from_secs(10)).await;
+    let logout = client().post(web.url("/logout")).header(header::COOKIE, &cookie).send().await.unwrap();
+    assert_eq!(logout.status(), StatusCode::SEE_OTHER);
+    // The next thing the page sends finds the login gone: the socket closes instead of starting a turn.
+    let message = serde_json::json!({ "kind": "message", "text": "still here?" });
+    socket.send(Message::Text(message.to_string().into())).await.unwrap();
+    let close = loop {
+        match tokio::time::timeout(Duration::from_secs(20), socket.next()).await.expect("no close in time") {
+            Some(Ok(Message::Close(close))) => break close.expect("a close code"),
+            Some(Ok(_)) => continue,
+            other => panic!("the socket ended without a close frame: {other:?}"),
+        }
+    };
+    assert_eq!(u16::from(close.code), 1008, "{close:?}");
+    assert!(llm.requests().is_empty(), "a logged-out socket started a turn: {:?}", llm.requests());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_webhook_path_that_is_a_web_ui_page_on_the_same_address_is_refused_at_start() {
+    let llm = idle_model().await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let config = format!(
+        "[channels.telegram]\nbot_token = \"1:x\"\nmode = \"webhook\"\nwebhook_url = \"https://bot.example/login\"\n\
+         webhook_listen = \"127.0.0.1:{port}\"\n[http]\nenabled = true\nport = {port}\n"
+    );
+    let home = Home::new(&llm.base_url(), &config);
+    let stderr = refused_start(&home).await;
+    assert!(stderr.contains("channels.telegram.webhook_url") && stderr.contains("`/login`"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_address_cannot_hold_every_connection() {
+    let llm = idle_model().await;
+    let (_home, web) = web_home(&llm, "", "[tasks]\nenabled = false\n").await;
+    let address = web.authority().to_string();
+    // Idle connections, as a trickling client holds them (each within the 5 s the server gives a request head).
+    let mut held = Vec::new();
+    for _ in 0..128 {
+        held.push(tokio::net::TcpStream::connect(&address).await.unwrap());
+    }
+    // The next one is closed as it comes, before it can hold a descriptor.
+    let refused = client().get(web.url("/health")).send().await;
+    assert!(refused.is_err(), "a connection past the address's limit was served: {refused:?}");
+    drop(held);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let response = client().get(web.url("/health")).send().await.unwrap();
+        if response.status() == StatusCode::OK {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the slots did not come back");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

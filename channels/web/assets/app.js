@@ -178,7 +178,8 @@ function startChat(root) {
     socket.addEventListener("message", onMessage);
     socket.addEventListener("close", async () => {
       root.dataset.connected = "false";
-      setBusy(false);
+      // What was shown stays on the page; only Stop goes, since there is nothing to send it to.
+      stop.disabled = true;
       if (!opened) {
         // Refused, not dropped: the server restarted (this page's chat token is from before) or the login
         // ended. When the server answers again, a fresh page has the new token (or the login form).

@@ -175,6 +175,17 @@ impl Failures {
         wait(&state.all, MAX_FAILURES_IN_ALL, now)
     }
 
+    /// Takes back the latest failure recorded for `address` (an attempt counted before it was checked, which
+    /// then succeeded).
+    pub fn forgive(&self, address: IpAddr) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(times) = state.by_address.get_mut(&address) {
+            times.pop();
+        }
+        state.all.pop();
+        state.prune(Instant::now());
+    }
+
     pub fn record(&self, address: IpAddr) {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();

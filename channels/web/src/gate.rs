@@ -128,7 +128,12 @@ fn host_is_loopback(host: Option<&header::HeaderValue>) -> bool {
         return false;
     };
     let name = match host.strip_prefix('[') {
-        Some(rest) => rest.split(']').next().unwrap_or_default(),
+        // `[::1]` or `[::1]:port`, nothing else after the bracket.
+        Some(rest) => match rest.split_once(']') {
+            Some((name, "")) => name,
+            Some((name, port)) if port.strip_prefix(':').is_some_and(|p| p.chars().all(|c| c.is_ascii_digit())) => name,
+            _ => return false,
+        },
         None => host
             .rsplit_once(':')
             .map_or(host, |(name, port)| if port.chars().all(|c| c.is_ascii_digit()) { name } else { host }),
@@ -165,7 +170,15 @@ mod tests {
         for h in ["127.0.0.1", "127.0.0.1:8080", "localhost:8080", "LOCALHOST", "[::1]:8080", "[::1]", "127.1.2.3"] {
             assert!(host(h), "{h}");
         }
-        for h in ["example.com", "127.0.0.1.nip.io", "evil.com:127", "10.0.0.1:8080", "[::2]:80", "localhost.evil"] {
+        for h in [
+            "example.com",
+            "127.0.0.1.nip.io",
+            "evil.com:127",
+            "10.0.0.1:8080",
+            "[::2]:80",
+            "localhost.evil",
+            "[::1]evil.com",
+        ] {
             assert!(!host(h), "{h}");
         }
         assert!(!host_is_loopback(None));

@@ -90,10 +90,12 @@ async fn login(req: HttpRequest, payload: web::Payload, state: web::Data<WebStat
         return see_other("/");
     }
     let client = req.peer_addr().map_or(std::net::IpAddr::from([0, 0, 0, 0]), |a| a.ip());
-    // Before the body is read: a blocked client costs nothing.
+    // Before the body is read: a blocked client costs nothing. The attempt counts as failed from here on (and
+    // is taken back if it succeeds), so attempts sent side by side cannot all pass the check before any counts.
     if let Some(wait) = state.failures.blocked(client) {
         return pages::too_many(wait);
     }
+    state.failures.record(client);
     let Some(form) = read_login_form(payload).await else {
         return HttpResponse::BadRequest().content_type("text/plain; charset=utf-8").body("Not a login form.");
     };
@@ -103,7 +105,6 @@ async fn login(req: HttpRequest, payload: web::Payload, state: web::Data<WebStat
         _ => false,
     };
     if !(by_token || by_password) {
-        state.failures.record(client);
         tracing::warn!(%client, "failed login");
         let page = pages::login::form(credentials.has_basic(), credentials.has_token(), Some("Wrong credentials."));
         return HttpResponse::Unauthorized().content_type("text/html; charset=utf-8").body(page.into_string());
@@ -115,6 +116,7 @@ async fn login(req: HttpRequest, payload: web::Payload, state: web::Data<WebStat
             return HttpResponse::ServiceUnavailable().finish();
         }
     };
+    state.failures.forgive(client);
     tracing::info!(%client, "logged in");
     let secure = if state.secure_cookies { "; Secure" } else { "" };
     let cookie = format!(

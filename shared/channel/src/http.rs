@@ -51,7 +51,7 @@ struct Listener(SocketAddr);
 /// and a client that trickles its requests holds many: past this, its requests are refused, so one address
 /// cannot take the server's descriptors from everyone else (a personal UI, even behind a proxy that is one
 /// address, needs far fewer).
-const MAX_CONNECTIONS_PER_ADDRESS: usize = 256;
+const MAX_CONNECTIONS_PER_ADDRESS: usize = 128;
 /// Connections in all, at most; lower when the process may open few files.
 const MAX_CONNECTIONS: usize = 10_000;
 
@@ -84,6 +84,16 @@ impl Drop for ConnectionSlot {
                 open.remove(&self.address);
             }
         }
+    }
+}
+
+/// Ends a connection over its address's limit at once, before it can sit on a descriptor waiting for a request
+/// that never comes: the server then reads the end of the stream and drops it. (Through a duplicate of its
+/// descriptor: the shutdown acts on the socket both share.)
+fn shut(stream: &actix_web::rt::net::TcpStream) {
+    use std::os::fd::AsFd;
+    if let Ok(fd) = stream.as_fd().try_clone_to_owned() {
+        let _ = std::net::TcpStream::from(fd).shutdown(std::net::Shutdown::Both);
     }
 }
 
@@ -166,15 +176,20 @@ pub fn serve(mounts: Vec<HttpMount>) -> Result<RunningServer, ServeError> {
         app
     })
     .on_connect(move |connection, data| {
-        if let Some(peer) = connection.downcast_ref::<actix_web::rt::net::TcpStream>().and_then(|s| s.peer_addr().ok())
-        {
-            data.insert(connections.take(peer.ip()));
+        let Some(stream) = connection.downcast_ref::<actix_web::rt::net::TcpStream>() else { return };
+        let Ok(peer) = stream.peer_addr() else { return };
+        let slot = connections.take(peer.ip());
+        if slot.over_limit {
+            shut(stream);
         }
+        data.insert(slot);
     })
     .max_connections(connection_limit())
     // A request's head must arrive within this; a body is bounded by each route that reads one.
     .client_request_timeout(std::time::Duration::from_secs(5))
-    .keep_alive(std::time::Duration::from_secs(30))
+    // One request per connection (sockets aside): a client that pipelines requests and never reads the answers
+    // would otherwise have the server queue every answer in memory.
+    .keep_alive(actix_web::http::KeepAlive::Disabled)
     .workers(1)
     .disable_signals()
     .shutdown_timeout(SHUTDOWN_SECONDS);

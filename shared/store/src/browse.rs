@@ -8,7 +8,7 @@
 //! into words and each word becomes a quoted prefix phrase (`"word"*`), all words required; when that finds
 //! nothing, any word will do.
 
-use crate::{Result, Role, Store, StoredMessage, StoredToolCall};
+use crate::{Result, Role, Store, StoredMessage};
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
@@ -121,7 +121,7 @@ impl Store {
         .bind(i64::from(limit.min(MAX_PAGE)))
         .fetch_all(&self.pool)
         .await?;
-        let mut messages: Vec<StoredMessage> = rows.iter().filter_map(message).collect();
+        let mut messages: Vec<StoredMessage> = rows.iter().filter_map(crate::transcripts::stored_message).collect();
         messages.reverse();
         Ok(messages)
     }
@@ -185,38 +185,11 @@ fn preview(text: &str) -> String {
     cut
 }
 
-fn role(text: &str) -> Option<Role> {
-    match text {
-        "user" => Some(Role::User),
-        "assistant" => Some(Role::Assistant),
-        "tool" => Some(Role::Tool),
-        _ => None,
-    }
-}
-
-fn message(row: &SqliteRow) -> Option<StoredMessage> {
-    let tool_calls = row
-        .get::<Option<String>, _>("tool_calls_json")
-        .and_then(|json| serde_json::from_str::<Vec<StoredToolCall>>(&json).ok())
-        .unwrap_or_default();
-    Some(StoredMessage {
-        id: row.get("id"),
-        role: role(&row.get::<String, _>("role"))?,
-        content: row.get("content"),
-        tool_calls,
-        tool_call_id: row.get("tool_call_id"),
-        tool_name: row.get("tool_name"),
-        turn_id: row.get("turn_id"),
-        context_tokens: row.get::<Option<i64>, _>("context_tokens").and_then(|t| u64::try_from(t).ok()),
-        created_at: row.get("created_at"),
-    })
-}
-
 fn hit(row: &SqliteRow) -> Option<SearchHit> {
     Some(SearchHit {
         message_id: row.get("id"),
         session_id: row.get("session_id"),
-        role: role(&row.get::<String, _>("role"))?,
+        role: Role::parse(&row.get::<String, _>("role"))?,
         created_at: row.get("created_at"),
         snippet: row.get("snippet"),
     })
@@ -226,6 +199,7 @@ fn hit(row: &SqliteRow) -> Option<SearchHit> {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use crate::StoredToolCall;
     use crate::TurnMessage;
 
     async fn open(dir: &tempfile::TempDir) -> Store {

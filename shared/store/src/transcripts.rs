@@ -27,7 +27,7 @@ impl Role {
         }
     }
 
-    fn parse(text: &str) -> Option<Self> {
+    pub(crate) fn parse(text: &str) -> Option<Self> {
         match text {
             "user" => Some(Self::User),
             "assistant" => Some(Self::Assistant),
@@ -366,7 +366,7 @@ impl Store {
 }
 
 /// The row as a message; `None` for a role this version does not know (it cannot be replayed).
-fn stored_message(row: &SqliteRow) -> Option<StoredMessage> {
+pub(crate) fn stored_message(row: &SqliteRow) -> Option<StoredMessage> {
     let role = Role::parse(&row.get::<String, _>("role"))?;
     let tool_calls = row
         .get::<Option<String>, _>("tool_calls_json")

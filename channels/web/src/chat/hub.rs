@@ -31,7 +31,11 @@ impl Handler<CloseAll> for WebHub {
 }
 
 /// Frames for one socket, as JSON text.
-pub type SocketSender = mpsc::UnboundedSender<String>;
+pub type SocketSender = mpsc::Sender<String>;
+
+/// Frames waiting for one socket, at most. A browser reads them as they come; a socket this far behind is not
+/// reading, and is dropped (its page reconnects and reloads the history) rather than queued for without end.
+pub const SOCKET_QUEUE: usize = 512;
 
 #[derive(Default)]
 pub struct WebHub {
@@ -73,7 +77,7 @@ impl WebHub {
         let Some(sockets) = self.sockets.get_mut(&chat_id) else { return };
         let text = message.to_json();
         // A socket whose receiving side is gone has closed; it is dropped here rather than waiting for Leave.
-        sockets.retain(|(_, tx)| tx.send(text.clone()).is_ok());
+        sockets.retain(|(_, tx)| tx.try_send(text.clone()).is_ok());
         if sockets.is_empty() {
             self.sockets.remove(&chat_id);
         }
@@ -101,16 +105,17 @@ impl Handler<Join> for WebHub {
         if let Some(sent) = self.busy.get(&join.chat_id) {
             for text in sent {
                 let shown = ShownMessage { id: None, role: "user", text: text.clone(), html: None };
-                let _ =
-                    join.tx.send(ServerMessage::Message { message: shown, source: "user", is_error: false }.to_json());
+                let _ = join
+                    .tx
+                    .try_send(ServerMessage::Message { message: shown, source: "user", is_error: false }.to_json());
             }
-            let _ = join.tx.send(ServerMessage::Busy { busy: true }.to_json());
+            let _ = join.tx.try_send(ServerMessage::Busy { busy: true }.to_json());
             if let Some(draft) = self.drafts.get(&join.chat_id).filter(|d| !d.is_empty()) {
-                let _ = join.tx.send(ServerMessage::Delta { step: 0, text: draft.clone() }.to_json());
+                let _ = join.tx.try_send(ServerMessage::Delta { step: 0, text: draft.clone() }.to_json());
             }
         }
         for (approval_id, question) in self.questions.lock().iter().filter(|(_, q)| q.chat_id == join.chat_id) {
-            let _ = join.tx.send(question_message(approval_id, &question.request).to_json());
+            let _ = join.tx.try_send(question_message(approval_id, &question.request).to_json());
         }
         self.sockets.entry(join.chat_id).or_default().push((join.socket_id, join.tx));
     }
@@ -175,7 +180,7 @@ impl Handler<Broadcast> for WebHub {
     fn handle(&mut self, msg: Broadcast, _ctx: &mut Context<Self>) {
         let Some(sockets) = self.sockets.get_mut(&msg.chat_id) else { return };
         let text = msg.message.to_json();
-        sockets.retain(|(id, tx)| Some(*id) == msg.except || tx.send(text.clone()).is_ok());
+        sockets.retain(|(id, tx)| Some(*id) == msg.except || tx.try_send(text.clone()).is_ok());
     }
 }
 

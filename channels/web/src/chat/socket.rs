@@ -73,7 +73,7 @@ async fn run(
     let logged_out = || login.as_deref().is_some_and(|cookie| !state.sessions.is_valid(cookie));
     let mut recheck = tokio::time::interval(SESSION_RECHECK);
     let socket_id = NEXT_SOCKET.fetch_add(1, Ordering::Relaxed);
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(super::hub::SOCKET_QUEUE);
     if let Some(page) = history_page(&state, chat_id, None, true).await
         && session.text(page.to_json()).await.is_err()
     {

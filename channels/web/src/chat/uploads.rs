@@ -67,6 +67,8 @@ pub enum UploadError {
     StorageOff,
     #[error("Only images and audio can be attached here, not {0}.")]
     WrongType(String),
+    #[error("The file was sent as {claimed}, but its content is no {kind} format this chat takes.")]
+    NotWhatItSays { claimed: String, kind: &'static str },
     #[error("{name} is {size} bytes, over the {limit}-byte limit for {kind} files.")]
     TooLarge { name: String, size: u64, limit: u64, kind: &'static str },
     #[error("Too many uploads are waiting to be sent; send or reload first.")]
@@ -80,7 +82,7 @@ impl UploadError {
         use actix_web::http::StatusCode;
         match self {
             Self::StorageOff => StatusCode::FORBIDDEN,
-            Self::WrongType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::WrongType(_) | Self::NotWhatItSays { .. } => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::TooManyWaiting => StatusCode::TOO_MANY_REQUESTS,
             Self::SaveFailed => StatusCode::INTERNAL_SERVER_ERROR,
@@ -173,12 +175,7 @@ impl Uploads {
         // it. An image must be an image, audio audio.
         let mime = match sniff(bytes) {
             Some(found) if Kind::from_mime(found) == claimed_kind => found.to_string(),
-            _ => {
-                return Err(UploadError::WrongType(format!(
-                    "a file whose content is not a known {} format ({claimed} claimed)",
-                    claimed_kind.as_str()
-                )));
-            }
+            _ => return Err(UploadError::NotWhatItSays { claimed, kind: claimed_kind.as_str() }),
         };
         let kind = claimed_kind;
         let shown = with_extension_of(&attachments::file_name(name, kind.as_str(), &mime), &mime);
@@ -213,14 +210,12 @@ impl Uploads {
         let mut files = Vec::new();
         {
             let mut waiting = self.lock();
-            for id in upload_ids {
-                match waiting.get(id) {
-                    Some(upload) if upload.chat_id == chat_id => {
-                        files.extend(waiting.remove(id).map(|w| w.file));
-                    }
-                    _ => return Err("An attachment is no longer available; attach it again.".into()),
-                }
+            // All or none: a message naming one unknown upload takes none, so the others stay counted (and sendable).
+            let known = upload_ids.iter().all(|id| waiting.get(id).is_some_and(|upload| upload.chat_id == chat_id));
+            if !known {
+                return Err("An attachment is no longer available; attach it again.".into());
             }
+            files.extend(upload_ids.iter().filter_map(|id| waiting.remove(id)).map(|w| w.file));
         }
         let mut budget = Budget::default();
         let (mut saved, mut skipped) = (Vec::new(), Vec::<Skipped>::new());
@@ -352,7 +347,10 @@ mod tests {
         let big = [&png[..], &[1; 41]].concat();
         assert!(matches!(up.accept(1, Some("big.png"), Some("image/png"), &big), Err(UploadError::TooLarge { .. })));
         // A text file that says it is a PNG is not one.
-        assert!(matches!(up.accept(1, Some("x.png"), Some("image/png"), b"hi\n"), Err(UploadError::WrongType(_))));
+        assert!(matches!(
+            up.accept(1, Some("x.png"), Some("image/png"), b"hi\n"),
+            Err(UploadError::NotWhatItSays { .. })
+        ));
         assert!(matches!(
             up.accept(1, Some("x.pdf"), Some("application/pdf"), &[1; 10]),
             Err(UploadError::WrongType(_))
@@ -364,6 +362,10 @@ mod tests {
         assert!(text.contains("mime=image/png, size=60, source=image"), "{text}");
         let stored = dir.path().join(text.split("path=").nth(1).unwrap().split(',').next().unwrap());
         assert_eq!(std::fs::read(stored).unwrap(), png);
+        // A message naming an unknown upload takes none of the others.
+        let b = up.accept(1, Some("b.png"), Some("image/png"), &png).unwrap();
+        assert!(up.take_for_message(1, "x", &[b.upload_id.clone(), "bogus".into()]).is_err());
+        assert!(up.take_for_message(1, "x", std::slice::from_ref(&b.upload_id)).unwrap().is_some());
         // Taken once.
         assert!(up.take_for_message(1, "again", &[a.upload_id]).is_err());
         // Three files when two are allowed: the third is named as skipped.
