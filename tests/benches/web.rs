@@ -3,7 +3,8 @@
 //! model that answers any message:
 //! - chat: 100 WebSocket clients, each on its own chat (`web:1`…`web:100`), send a message at once and the model
 //!   takes 0.5 s a request: time until every client has its answer, and the daemon's peak RSS;
-//! - health: `GET /health` from 8 keep-alive connections for 5 s: requests per second;
+//! - health: `GET /health` from 8 clients at once for 5 s, a new connection for each request (the server takes
+//!   one request per connection): requests per second;
 //! - idle: the daemon with only the web UI, idle for 30 s: its RSS and CPU (the Telegram-only daemon's idle RSS
 //!   is in `cargo bench --bench telegram -- idle`).
 //!
@@ -153,7 +154,7 @@ async fn health() -> anyhow::Result<()> {
         total += worker.await?;
     }
     println!(
-        "health: {total} requests in {:.0} s from {HEALTH_CONNECTIONS} keep-alive connections = {:.0} requests/s \
+        "health: {total} requests in {:.0} s from {HEALTH_CONNECTIONS} clients, a connection each = {:.0} requests/s \
          (client and server share this machine's cores); daemon RSS {:.1} MiB",
         HEALTH_FOR.as_secs_f64(),
         total as f64 / HEALTH_FOR.as_secs_f64(),

@@ -338,6 +338,43 @@ fn attribute(html: &str, name: &str) -> Option<String> {
     Some(html[start..].split('"').next()?.to_string())
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn another_loopback_address_is_the_same_client() {
+    let llm = idle_model().await;
+    let (_home, web) = web_home(&llm, "", "[tasks]\nenabled = false\n").await;
+    let address: std::net::SocketAddr = web.authority().parse().unwrap();
+    let mut held = Vec::new();
+    for _ in 0..128 {
+        held.push(tokio::net::TcpStream::connect(address).await.unwrap());
+    }
+    // 127.0.0.2 is this machine too: it gets no connections of its own.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+    let mut other = socket.connect(address).await.unwrap();
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let _ = other.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").await;
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), other.read_to_end(&mut answer)).await.unwrap();
+    assert!(!String::from_utf8_lossy(&answer).contains(" 200 "), "127.0.0.2 was served past the limit");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn requests_pipelined_on_one_connection_get_one_answer() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let llm = idle_model().await;
+    let (_home, web) = web_home(&llm, "", "[tasks]\nenabled = false\n").await;
+    let mut stream = tokio::net::TcpStream::connect(web.authority()).await.unwrap();
+    let requests = "GET /login HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".repeat(50);
+    stream.write_all(requests.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    // The connection ends (an error is an end too: the server may reset it).
+    let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer)).await.expect("still open");
+    let answers = String::from_utf8_lossy(&answer).matches("HTTP/1.1 ").count();
+    assert!(answers <= 1, "{answers} answers to pipelined requests on one connection");
+    let response = client().get(web.url("/health")).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK, "the next connection is served");
+}
+
 type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// Opens `/chat/ws?c=1` offering `token`, with `origin` and `authorization` when given.
@@ -456,6 +493,37 @@ async fn uploads_over_the_limit_or_of_the_wrong_type_are_refused_with_a_reason()
     let saved =
         minibot_e2e::web::files_under(home.path()).into_iter().any(|path| std::fs::read(&path).is_ok_and(|b| b == PNG));
     assert!(saved, "the upload is not on disk under {}", home.path().display());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn uploads_that_stall_hold_only_a_few_places() {
+    use tokio::io::AsyncWriteExt;
+    let llm = idle_model().await;
+    let (_home, web) = web_home(&llm, "", "[tools.file_storage]\nenabled = true\n").await;
+    // Four uploads that declare a large body and stop sending it.
+    let mut stalled = Vec::new();
+    for _ in 0..4 {
+        let mut stream = tokio::net::TcpStream::connect(web.authority()).await.unwrap();
+        let head = "POST /chat/upload?c=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: image/png\r\n\
+                    Content-Length: 1000000\r\n\r\n";
+        stream.write_all(head.as_bytes()).await.unwrap();
+        stream.write_all(&[0x89; 1000]).await.unwrap();
+        stalled.push(stream);
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (status, body) = upload(&web, "dot.png", "image/png", PNG.to_vec()).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
+    assert!(error_of(&body).contains("Other uploads are still arriving"), "{body}");
+    drop(stalled);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, body) = upload(&web, "dot.png", "image/png", PNG.to_vec()).await;
+        if status == StatusCode::OK {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the places did not come back: {status} {body}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -684,6 +752,69 @@ async fn stopping_the_daemon_closes_open_chat_sockets_as_going_away() {
     assert!(close.reason.contains("stopping"), "{close:?}");
     let status = tokio::task::spawn_blocking(move || web.child.wait()).await.unwrap().unwrap();
     assert!(status.success(), "{status:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_chat_tab_that_stops_reading_is_disconnected() {
+    use tokio::io::AsyncReadExt;
+    let llm = idle_model().await;
+    let (_home, web) = web_home(&llm, "", "[tasks]\nenabled = false\n").await;
+    let token = chat_token(&web, None).await;
+    let request = |token: &str| {
+        let mut request = format!("ws://{}/chat/ws?c=1", web.authority()).into_client_request().unwrap();
+        request.headers_mut().insert("sec-websocket-protocol", format!("minibot.chat, auth.{token}").parse().unwrap());
+        request.headers_mut().insert("origin", web.base.parse().unwrap());
+        request
+    };
+    // A tab whose connection takes almost nothing in and is never read.
+    let tcp = tokio::net::TcpSocket::new_v4().unwrap();
+    tcp.set_recv_buffer_size(4096).unwrap();
+    let stream = tcp.connect(web.authority().parse().unwrap()).await.unwrap();
+    let (mut stalled, _) = tokio_tungstenite::client_async(request(&token), stream).await.unwrap();
+    // Another tab sends long messages, which the chat shows in every tab: far more than the stalled one takes.
+    let (mut writer, _) = tokio_tungstenite::connect_async(request(&token)).await.unwrap();
+    let text = "\u{1}".repeat(32_000);
+    for _ in 0..120 {
+        let message = serde_json::json!({ "kind": "message", "text": text, "upload_ids": [] });
+        writer.send(Message::Text(message.to_string().into())).await.unwrap();
+    }
+    // Within the 15 s a frame may wait and the 2 s a close frame may take, the server cuts the connection: what
+    // the stalled tab then reads ends. A connection the server kept would give what it had queued, then wait.
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    let raw = stalled.get_mut();
+    let mut sink = vec![0u8; 1 << 16];
+    let ended = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            match raw.read(&mut sink).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => continue,
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the server kept a connection that did not read");
+    let _ = writer.close(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_client_holds_at_most_sixteen_chat_sockets() {
+    let llm = idle_model().await;
+    let (_home, web) = web_home(&llm, "", "[tasks]\nenabled = false\n").await;
+    let token = chat_token(&web, None).await;
+    let own_origin = web.base.clone();
+    let mut open = Vec::new();
+    for _ in 0..16 {
+        open.push(open_socket(&web, &token, Some(&own_origin), None).await.unwrap());
+    }
+    assert_eq!(refused_with(open_socket(&web, &token, Some(&own_origin), None).await), 429, "a 17th socket");
+    let mut first = open.remove(0);
+    let _ = first.close(None).await;
+    drop(first);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while open_socket(&web, &token, Some(&own_origin), None).await.is_err() {
+        assert!(Instant::now() < deadline, "a closed socket's place did not come back");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

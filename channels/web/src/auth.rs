@@ -3,6 +3,7 @@
 //! client address and in all; past the limits every attempt is refused for a while, right or wrong, so that
 //! guessing is slow. Nothing here logs or returns a secret.
 
+use minibot_channel::http::client_key;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -141,7 +142,8 @@ impl Sessions {
     }
 }
 
-/// Failed attempts, per address and in all, over a sliding [`FAILURE_WINDOW`].
+/// Failed attempts, per client and in all, over a sliding [`FAILURE_WINDOW`]. A client is an address as
+/// [`client_key`] counts it: an IPv6 /64 is one client, so a site cannot take a fresh address per guess.
 #[derive(Default)]
 pub struct Failures {
     state: Mutex<FailureState>,
@@ -164,7 +166,7 @@ impl Failures {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
         state.prune(now);
-        state.by_address.get(&address).and_then(|times| wait(times, MAX_FAILURES_PER_ADDRESS, now))
+        state.by_address.get(&client_key(address)).and_then(|times| wait(times, MAX_FAILURES_PER_ADDRESS, now))
     }
 
     /// How long everyone is blocked, for the failures of all addresses together.
@@ -179,7 +181,7 @@ impl Failures {
     /// then succeeded).
     pub fn forgive(&self, address: IpAddr) {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(times) = state.by_address.get_mut(&address) {
+        if let Some(times) = state.by_address.get_mut(&client_key(address)) {
             times.pop();
         }
         state.all.pop();
@@ -190,7 +192,7 @@ impl Failures {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
         state.prune(now);
-        state.by_address.entry(address).or_default().push(now);
+        state.by_address.entry(client_key(address)).or_default().push(now);
         state.all.push(now);
     }
 }
@@ -271,6 +273,12 @@ mod tests {
         assert!(wait <= FAILURE_WINDOW && wait > FAILURE_WINDOW - Duration::from_secs(60));
         let other: IpAddr = "192.0.2.2".parse().unwrap();
         assert!(failures.blocked(other).is_none());
+        let block: IpAddr = "2001:db8::1".parse().unwrap();
+        for n in 0..5u16 {
+            failures.record(IpAddr::from([0x2001, 0xdb8, 0, 0, n, 0, 0, 7]));
+        }
+        assert!(failures.blocked(block).is_some(), "an IPv6 /64 counts as one client");
+        assert!(failures.blocked("2001:db8:0:1::1".parse().unwrap()).is_none(), "the next /64 is another client");
         for n in 0..MAX_FAILURES_IN_ALL {
             failures.record(IpAddr::from([198, 51, 100, (n % 250) as u8]));
         }

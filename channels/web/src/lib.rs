@@ -83,6 +83,7 @@ impl WebChannel {
             chat_token: random_token().map_err(|e| ChannelStartError(format!("cannot draw the chat token: {e}")))?,
             chat: Default::default(),
             uploads: chat::uploads::Uploads::from_config(config),
+            chat_sockets: Default::default(),
         };
         Ok(Self { listen, state: web::Data::new(state) })
     }

@@ -203,6 +203,10 @@ async fn upload(req: HttpRequest, payload: web::Payload, state: web::Data<WebSta
         let message = format!("The file is over the {largest}-byte upload limit.");
         return json_error(actix_web::http::StatusCode::PAYLOAD_TOO_LARGE, &message);
     }
+    let Some(_arriving) = state.uploads.begin() else {
+        let message = "Other uploads are still arriving; try again when they are in.";
+        return json_error(actix_web::http::StatusCode::TOO_MANY_REQUESTS, message);
+    };
     let limit = usize::try_from(largest).unwrap_or(usize::MAX);
     let Ok(read) = tokio::time::timeout(UPLOAD_TIMEOUT, payload.to_bytes_limited(limit)).await else {
         return json_error(actix_web::http::StatusCode::REQUEST_TIMEOUT, "The upload took too long.");
@@ -218,8 +222,8 @@ async fn upload(req: HttpRequest, payload: web::Payload, state: web::Data<WebSta
     let header_text = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
     let name = header_text("x-file-name").map(|n| percent_decode(&n));
     let mime = header_text("content-type");
-    let state = state.into_inner();
-    let accepted = web::block(move || state.uploads.accept(chat_id, name.as_deref(), mime.as_deref(), &bytes)).await;
+    let saver = state.clone().into_inner();
+    let accepted = web::block(move || saver.uploads.accept(chat_id, name.as_deref(), mime.as_deref(), &bytes)).await;
     match accepted {
         Ok(Ok(accepted)) => HttpResponse::Ok().json(accepted),
         Ok(Err(error)) => json_error(error.status(), &error.to_string()),

@@ -25,4 +25,6 @@ pub struct WebState {
     /// Set once the channel has started and registered with the router.
     pub chat: OnceLock<ChatLink>,
     pub uploads: Uploads,
+    /// Chat sockets open, by client.
+    pub chat_sockets: crate::chat::socket::OpenSockets,
 }

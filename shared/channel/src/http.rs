@@ -9,7 +9,9 @@ use actix_web::{App, HttpMessage, HttpResponse, HttpServer, guard, web};
 use futures_util::FutureExt;
 use futures_util::future::Either;
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Seconds a stop waits for requests in flight before dropping them.
@@ -55,7 +57,25 @@ const MAX_CONNECTIONS_PER_ADDRESS: usize = 128;
 /// Connections in all, at most; lower when the process may open few files.
 const MAX_CONNECTIONS: usize = 10_000;
 
-/// Open connections by client address.
+/// The client a limit counts `address` against: one machine may hold many addresses, so every loopback address
+/// is one client, and an IPv6 address counts by its /64 (the block one site is given); an IPv4 address mapped
+/// into IPv6 counts as itself.
+pub fn client_key(address: IpAddr) -> IpAddr {
+    match address {
+        IpAddr::V4(v4) if v4.is_loopback() => IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+        IpAddr::V4(_) => address,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => client_key(IpAddr::V4(v4)),
+            None if v6.is_loopback() => IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+            None => {
+                let s = v6.segments();
+                IpAddr::V6(Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+            }
+        },
+    }
+}
+
+/// Open connections by client ([`client_key`]).
 #[derive(Clone, Default)]
 struct Connections(Arc<Mutex<HashMap<IpAddr, usize>>>);
 
@@ -64,14 +84,25 @@ struct ConnectionSlot {
     connections: Connections,
     address: IpAddr,
     over_limit: bool,
+    /// Requests that came in on this connection.
+    requests: AtomicUsize,
+    /// A duplicate of the connection's descriptor, to end it from a request (see [`shut`]).
+    socket: Option<Arc<OwnedFd>>,
 }
 
 impl Connections {
-    fn take(&self, address: IpAddr) -> ConnectionSlot {
+    fn take(&self, address: IpAddr, socket: Option<Arc<OwnedFd>>) -> ConnectionSlot {
+        let address = client_key(address);
         let mut open = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let count = open.entry(address).or_default();
         *count += 1;
-        ConnectionSlot { connections: self.clone(), address, over_limit: *count > MAX_CONNECTIONS_PER_ADDRESS }
+        ConnectionSlot {
+            connections: self.clone(),
+            address,
+            over_limit: *count > MAX_CONNECTIONS_PER_ADDRESS,
+            requests: AtomicUsize::new(0),
+            socket,
+        }
     }
 }
 
@@ -87,21 +118,36 @@ impl Drop for ConnectionSlot {
     }
 }
 
-/// Ends a connection over its address's limit at once, before it can sit on a descriptor waiting for a request
-/// that never comes: the server then reads the end of the stream and drops it. (Through a duplicate of its
-/// descriptor: the shutdown acts on the socket both share.)
-fn shut(stream: &actix_web::rt::net::TcpStream) {
-    use std::os::fd::AsFd;
-    if let Ok(fd) = stream.as_fd().try_clone_to_owned() {
+/// Ends a connection: the server's next read sees the end of the stream and its next write fails, so it drops
+/// the connection and whatever it had buffered for it. Through a duplicate of its descriptor: the shutdown acts
+/// on the socket both share.
+fn shut(socket: &OwnedFd) {
+    if let Ok(fd) = socket.try_clone() {
         let _ = std::net::TcpStream::from(fd).shutdown(std::net::Shutdown::Both);
     }
 }
 
-/// Half the files this process may open, within [`MAX_CONNECTIONS`]: the rest are for databases, logs, tools.
+/// Ends the connection a request came in on, for a handler that keeps its connection (a WebSocket) and finds
+/// the client no longer reading: what the server had buffered for it is dropped with it.
+#[derive(Clone)]
+pub struct ConnectionCloser(Arc<OwnedFd>);
+
+impl ConnectionCloser {
+    pub fn of(req: &actix_web::HttpRequest) -> Option<Self> {
+        req.conn_data::<ConnectionSlot>()?.socket.clone().map(Self)
+    }
+
+    pub fn close(&self) {
+        shut(&self.0);
+    }
+}
+
+/// A third of the files this process may open, within [`MAX_CONNECTIONS`]: each connection holds two (its
+/// socket and the duplicate [`ConnectionSlot`] keeps); the rest are for databases, logs, tools.
 fn connection_limit() -> usize {
     let soft =
         nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE).map_or(1024, |(soft, _)| soft);
-    usize::try_from(soft / 2).unwrap_or(MAX_CONNECTIONS).clamp(64, MAX_CONNECTIONS)
+    usize::try_from(soft / 3).unwrap_or(MAX_CONNECTIONS).clamp(64, MAX_CONNECTIONS)
 }
 
 /// Set on every response the server gives, unless a route set its own: no script, style, frame or form target
@@ -153,11 +199,25 @@ pub fn serve(mounts: Vec<HttpMount>) -> Result<RunningServer, ServeError> {
     let connections = Connections::default();
     let mut server = HttpServer::new(move || {
         let mut app = App::new().wrap(security_headers()).wrap_fn(|req, srv| {
-            if req.conn_data::<ConnectionSlot>().is_some_and(|slot| slot.over_limit) {
-                let refusal = HttpResponse::ServiceUnavailable()
-                    .insert_header((header::CONNECTION, "close"))
-                    .body("Too many connections from your address.");
-                return Either::Left(std::future::ready(Ok(req.into_response(refusal).map_into_right_body())));
+            if let Some(slot) = req.conn_data::<ConnectionSlot>() {
+                let refusal = if slot.over_limit {
+                    Some("Too many connections from your address.")
+                } else if slot.requests.fetch_add(1, Ordering::Relaxed) > 0 {
+                    // Keep-alive is off, yet the server still answers requests a client pipelined behind the
+                    // first: one that never reads them would have it queue every answer in memory. The second
+                    // request ends the connection.
+                    if let Some(socket) = &slot.socket {
+                        shut(socket);
+                    }
+                    Some("One request per connection.")
+                } else {
+                    None
+                };
+                if let Some(refusal) = refusal {
+                    let refusal =
+                        HttpResponse::ServiceUnavailable().insert_header((header::CONNECTION, "close")).body(refusal);
+                    return Either::Left(std::future::ready(Ok(req.into_response(refusal).map_into_right_body())));
+                }
             }
             let listener = Listener(req.app_config().local_addr());
             req.extensions_mut().insert(listener);
@@ -176,11 +236,16 @@ pub fn serve(mounts: Vec<HttpMount>) -> Result<RunningServer, ServeError> {
         app
     })
     .on_connect(move |connection, data| {
+        use std::os::fd::AsFd;
         let Some(stream) = connection.downcast_ref::<actix_web::rt::net::TcpStream>() else { return };
         let Ok(peer) = stream.peer_addr() else { return };
-        let slot = connections.take(peer.ip());
+        let socket = stream.as_fd().try_clone_to_owned().ok().map(Arc::new);
+        let slot = connections.take(peer.ip(), socket);
         if slot.over_limit {
-            shut(stream);
+            // At once, before it can sit on a descriptor waiting for a request that never comes.
+            if let Some(socket) = &slot.socket {
+                shut(socket);
+            }
         }
         data.insert(slot);
     })
@@ -208,4 +273,24 @@ pub fn serve(mounts: Vec<HttpMount>) -> Result<RunningServer, ServeError> {
         tracing::info!(%address, routes = mount.what, "HTTP routes served");
     }
     Ok(RunningServer { handle, bound })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::client_key;
+    use std::net::IpAddr;
+
+    fn key(address: &str) -> IpAddr {
+        client_key(address.parse().unwrap())
+    }
+
+    #[test]
+    fn one_machine_or_site_is_one_client() {
+        assert_eq!(key("127.0.0.2"), key("127.0.0.1"), "every loopback address is this machine");
+        assert_eq!(key("::1"), key("127.0.0.1"));
+        assert_eq!(key("::ffff:192.0.2.7"), key("192.0.2.7"), "a mapped IPv4 address is itself");
+        assert_ne!(key("192.0.2.7"), key("192.0.2.8"));
+        assert_eq!(key("2001:db8::1"), key("2001:db8::ffff:1:2"), "an IPv6 /64 is one site");
+        assert_ne!(key("2001:db8::1"), key("2001:db8:0:1::1"));
+    }
 }

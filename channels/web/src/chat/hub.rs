@@ -5,6 +5,7 @@
 
 use super::markup;
 use super::protocol::{ServerMessage, ShownMessage};
+use super::queue::SocketSender;
 use actix::dev::{MessageResponse, OneshotSender};
 use actix::prelude::*;
 use minibot_agent::AgentEvent;
@@ -15,7 +16,7 @@ use minibot_channel::messages::{
 use minibot_channel::shown::CUT_MARK;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 /// Closes every socket: the server is stopping.
 #[derive(Message)]
@@ -30,12 +31,9 @@ impl Handler<CloseAll> for WebHub {
     }
 }
 
-/// Frames for one socket, as JSON text.
-pub type SocketSender = mpsc::Sender<String>;
-
-/// Frames waiting for one socket, at most. A browser reads them as they come; a socket this far behind is not
-/// reading, and is dropped (its page reconnects and reloads the history) rather than queued for without end.
-pub const SOCKET_QUEUE: usize = 512;
+/// Messages the user sent during a running turn that a tab opened meanwhile is shown, at most (the latest);
+/// the history holds them all once the turn ends.
+const SHOWN_WHILE_BUSY: usize = 20;
 
 #[derive(Default)]
 pub struct WebHub {
@@ -77,7 +75,7 @@ impl WebHub {
         let Some(sockets) = self.sockets.get_mut(&chat_id) else { return };
         let text = message.to_json();
         // A socket whose receiving side is gone has closed; it is dropped here rather than waiting for Leave.
-        sockets.retain(|(_, tx)| tx.try_send(text.clone()).is_ok());
+        sockets.retain(|(_, tx)| tx.try_send(text.clone()));
         if sockets.is_empty() {
             self.sockets.remove(&chat_id);
         }
@@ -105,17 +103,15 @@ impl Handler<Join> for WebHub {
         if let Some(sent) = self.busy.get(&join.chat_id) {
             for text in sent {
                 let shown = ShownMessage { id: None, role: "user", text: text.clone(), html: None };
-                let _ = join
-                    .tx
-                    .try_send(ServerMessage::Message { message: shown, source: "user", is_error: false }.to_json());
+                join.tx.try_send(ServerMessage::Message { message: shown, source: "user", is_error: false }.to_json());
             }
-            let _ = join.tx.try_send(ServerMessage::Busy { busy: true }.to_json());
+            join.tx.try_send(ServerMessage::Busy { busy: true }.to_json());
             if let Some(draft) = self.drafts.get(&join.chat_id).filter(|d| !d.is_empty()) {
-                let _ = join.tx.try_send(ServerMessage::Delta { step: 0, text: draft.clone() }.to_json());
+                join.tx.try_send(ServerMessage::Delta { step: 0, text: draft.clone() }.to_json());
             }
         }
         for (approval_id, question) in self.questions.lock().iter().filter(|(_, q)| q.chat_id == join.chat_id) {
-            let _ = join.tx.try_send(question_message(approval_id, &question.request).to_json());
+            join.tx.try_send(question_message(approval_id, &question.request).to_json());
         }
         self.sockets.entry(join.chat_id).or_default().push((join.socket_id, join.tx));
     }
@@ -159,6 +155,9 @@ impl Handler<UserSent> for WebHub {
         self.handle(Broadcast { chat_id: msg.chat_id, except: Some(msg.socket_id), message: echo }, ctx);
         self.mark_busy(msg.chat_id);
         if let Some(sent) = self.busy.get_mut(&msg.chat_id) {
+            if sent.len() == SHOWN_WHILE_BUSY {
+                sent.remove(0);
+            }
             sent.push(msg.text);
         }
     }
@@ -180,7 +179,7 @@ impl Handler<Broadcast> for WebHub {
     fn handle(&mut self, msg: Broadcast, _ctx: &mut Context<Self>) {
         let Some(sockets) = self.sockets.get_mut(&msg.chat_id) else { return };
         let text = msg.message.to_json();
-        sockets.retain(|(id, tx)| Some(*id) == msg.except || tx.try_send(text.clone()).is_ok());
+        sockets.retain(|(id, tx)| Some(*id) == msg.except || tx.try_send(text.clone()));
     }
 }
 

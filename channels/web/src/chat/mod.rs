@@ -1,10 +1,12 @@
 //! The web chat: the page (`/chat?c=<n>`), its socket ([`socket`]), the actor the router sends the chat's
-//! traffic to ([`hub`]), uploads ([`uploads`]) and the HTML assistant text becomes ([`markup`]).
+//! traffic to ([`hub`]) and what it queues for each socket ([`queue`]), uploads ([`uploads`]) and the HTML
+//! assistant text becomes ([`markup`]).
 
 pub mod hub;
 pub mod markup;
 pub mod page;
 pub mod protocol;
+pub mod queue;
 pub mod socket;
 pub mod uploads;
 

@@ -12,6 +12,7 @@ use crate::state::WebState;
 use actix_web::http::header;
 use actix_web::{HttpMessage, HttpRequest, HttpResponse, web};
 use futures_util::StreamExt;
+use minibot_channel::http::{ConnectionCloser, client_key};
 use minibot_channel::messages::{Inbound, StopTurn, session_id};
 use minibot_store::Role;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,10 +25,22 @@ pub const TOKEN_PREFIX: &str = "auth.";
 const MAX_FRAME_BYTES: usize = 256 * 1024;
 /// Longest message text, in characters.
 pub const MAX_TEXT_CHARS: usize = 32_000;
-/// Messages per history page.
+/// Messages per history page, at most.
 pub const HISTORY_PAGE: u32 = 30;
+/// A history page's messages, in bytes as sent, at most (a single larger message still makes a page): the
+/// server holds a few frames for a socket before it finds the browser not reading, and pages are the largest.
+const HISTORY_PAGE_BYTES: usize = 256 * 1024;
+/// Chat sockets one client ([`client_key`]) may hold open at once: a tab needs one.
+const MAX_SOCKETS_PER_CLIENT: usize = 16;
+/// How long a close frame may take to go out before the connection is cut instead.
+const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// How often an idle socket checks that its login session still holds (a frame from the browser checks at once).
 const SESSION_RECHECK: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Longest a frame may wait to be written out. The server writes as fast as the browser reads; a browser that
+/// has stopped reading would otherwise hold the socket, and everything queued for it, for as long as it stays
+/// connected.
+const SEND_STALL: std::time::Duration = std::time::Duration::from_secs(15);
 
 static NEXT_SOCKET: AtomicU64 = AtomicU64::new(1);
 
@@ -46,6 +59,11 @@ pub async fn open(req: HttpRequest, body: web::Payload, state: web::Data<WebStat
         tracing::warn!("chat socket without this boot's chat token refused");
         return HttpResponse::Forbidden().body("The chat token is missing or from an earlier start; reload the page.");
     }
+    let client = req.peer_addr().map_or(std::net::IpAddr::from([0, 0, 0, 0]), |a| client_key(a.ip()));
+    let Some(place) = OpenSocket::take(&state.chat_sockets, client) else {
+        return HttpResponse::TooManyRequests()
+            .body(format!("At most {MAX_SOCKETS_PER_CLIENT} chat tabs may be open at once; close one."));
+    };
     let (mut response, socket, stream) = match actix_ws::handle(&req, body) {
         Ok(parts) => parts,
         Err(error) => return HttpResponse::from_error(error),
@@ -58,8 +76,45 @@ pub async fn open(req: HttpRequest, body: web::Payload, state: web::Data<WebStat
     };
     let stream =
         stream.max_frame_size(MAX_FRAME_BYTES).aggregate_continuations().max_continuation_size(MAX_FRAME_BYTES);
-    actix_web::rt::spawn(run(chat_id, socket, stream, state.into_inner(), link, session));
+    let closer = ConnectionCloser::of(&req);
+    actix_web::rt::spawn(async move {
+        run(chat_id, socket, stream, state.into_inner(), link, session, closer).await;
+        drop(place);
+    });
     response
+}
+
+/// Chat sockets open, by client.
+pub type OpenSockets = std::sync::Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>;
+
+/// One socket's place in [`OpenSockets`], given back when it closes.
+struct OpenSocket {
+    open: OpenSockets,
+    client: std::net::IpAddr,
+}
+
+impl OpenSocket {
+    fn take(open: &OpenSockets, client: std::net::IpAddr) -> Option<Self> {
+        let mut counts = open.lock().unwrap_or_else(|p| p.into_inner());
+        let count = counts.entry(client).or_default();
+        if *count >= MAX_SOCKETS_PER_CLIENT {
+            return None;
+        }
+        *count += 1;
+        Some(Self { open: open.clone(), client })
+    }
+}
+
+impl Drop for OpenSocket {
+    fn drop(&mut self) {
+        let mut counts = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(count) = counts.get_mut(&self.client) {
+            *count -= 1;
+            if *count == 0 {
+                counts.remove(&self.client);
+            }
+        }
+    }
 }
 
 async fn run(
@@ -69,14 +124,16 @@ async fn run(
     state: std::sync::Arc<WebState>,
     link: ChatLink,
     login: Option<String>,
+    closer: Option<ConnectionCloser>,
 ) {
     let logged_out = || login.as_deref().is_some_and(|cookie| !state.sessions.is_valid(cookie));
     let mut recheck = tokio::time::interval(SESSION_RECHECK);
     let socket_id = NEXT_SOCKET.fetch_add(1, Ordering::Relaxed);
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(super::hub::SOCKET_QUEUE);
+    let (tx, mut rx) = super::queue::socket_queue();
     if let Some(page) = history_page(&state, chat_id, None, true).await
-        && session.text(page.to_json()).await.is_err()
+        && !send(&mut session, page.to_json()).await
     {
+        close(session, None, closer).await;
         return;
     }
     // The hub holds the only sender: when it lets go (the server is stopping), the socket closes.
@@ -90,18 +147,18 @@ async fn run(
                 Some(Ok(actix_ws::AggregatedMessage::Text(_))) if logged_out() => break,
                 Some(Ok(actix_ws::AggregatedMessage::Text(text))) => {
                     if let Some(reply) = handle(&text, chat_id, socket_id, &state, &link).await
-                        && session.text(reply.to_json()).await.is_err()
+                        && !send(&mut session, reply.to_json()).await
                     {
                         break;
                     }
                 }
                 Some(Ok(actix_ws::AggregatedMessage::Ping(bytes))) => {
-                    if session.pong(&bytes).await.is_err() { break; }
+                    if !matches!(tokio::time::timeout(SEND_STALL, session.pong(&bytes)).await, Ok(Ok(()))) { break; }
                 }
                 Some(Ok(actix_ws::AggregatedMessage::Pong(_))) => {}
                 Some(Ok(actix_ws::AggregatedMessage::Binary(_))) => {
                     let error = ServerMessage::Error { error: "binary frames are not read; upload files with the button".into() };
-                    if session.text(error.to_json()).await.is_err() { break; }
+                    if !send(&mut session, error.to_json()).await { break; }
                 }
                 Some(Ok(actix_ws::AggregatedMessage::Close(_))) | None => break,
                 Some(Err(error)) => {
@@ -110,10 +167,11 @@ async fn run(
                 }
             },
             outgoing = rx.recv() => match outgoing {
-                Some(text) => if session.text(text).await.is_err() { break; },
+                Some(text) => if !send(&mut session, text).await { break; },
                 None => {
-                    let reason = actix_ws::CloseReason { code: actix_ws::CloseCode::Away, description: Some("the server is stopping".into()) };
-                    let _ = session.close(Some(reason)).await;
+                    let why = if rx.fell_behind() { "the page fell too far behind" } else { "the server is stopping" };
+                    let reason = actix_ws::CloseReason { code: actix_ws::CloseCode::Away, description: Some(why.into()) };
+                    close(session, Some(reason), closer).await;
                     return;
                 }
             },
@@ -124,7 +182,22 @@ async fn run(
         code: actix_ws::CloseCode::Policy,
         description: Some("the login ended".into()),
     });
-    let _ = session.close(reason).await;
+    close(session, reason, closer).await;
+}
+
+/// Says goodbye with `reason`; a browser that does not take the close frame in time (it has stopped reading)
+/// has its connection cut, and with it what the server still held for it.
+async fn close(session: actix_ws::Session, reason: Option<actix_ws::CloseReason>, closer: Option<ConnectionCloser>) {
+    if !matches!(tokio::time::timeout(CLOSE_WAIT, session.close(reason)).await, Ok(Ok(())))
+        && let Some(closer) = closer
+    {
+        closer.close();
+    }
+}
+
+/// Writes one frame; false when the socket has closed or has not taken it within [`SEND_STALL`].
+async fn send(session: &mut actix_ws::Session, text: String) -> bool {
+    matches!(tokio::time::timeout(SEND_STALL, session.text(text)).await, Ok(Ok(())))
 }
 
 /// Acts on one frame; answers what goes back to this socket alone.
@@ -176,19 +249,28 @@ async fn history_page(state: &WebState, chat_id: i64, before: Option<i64>, initi
             return Some(ServerMessage::Error { error: "The history could not be read.".into() });
         }
     };
-    let before_id = (rows.len() as u32 == HISTORY_PAGE).then(|| rows.first().map(|r| r.id)).flatten();
-    let messages = rows
-        .into_iter()
-        .map(|row| {
-            let assistant = row.role == Role::Assistant;
-            ShownMessage {
-                id: Some(row.id),
-                role: if assistant { "assistant" } else { "user" },
-                html: assistant.then(|| markup::to_html(&row.content, minibot_agent::ReplyKind::Markdown)),
-                text: row.content,
-            }
-        })
-        .collect();
+    let full = rows.len() as u32 == HISTORY_PAGE;
+    // Newest first, until the page is full in bytes; the rest come with the next page.
+    let mut messages = Vec::new();
+    let mut bytes = 0;
+    for row in rows.into_iter().rev() {
+        let assistant = row.role == Role::Assistant;
+        let shown = ShownMessage {
+            id: Some(row.id),
+            role: if assistant { "assistant" } else { "user" },
+            html: assistant.then(|| markup::to_html(&row.content, minibot_agent::ReplyKind::Markdown)),
+            text: row.content,
+        };
+        bytes += serde_json::to_vec(&shown).map_or(0, |json| json.len());
+        if !messages.is_empty() && bytes > HISTORY_PAGE_BYTES {
+            messages.reverse();
+            let before_id = messages.first().and_then(|m: &ShownMessage| m.id);
+            return Some(ServerMessage::HistoryPage { initial, messages, before_id });
+        }
+        messages.push(shown);
+    }
+    messages.reverse();
+    let before_id = full.then(|| messages.first().and_then(|m| m.id)).flatten();
     Some(ServerMessage::HistoryPage { initial, messages, before_id })
 }
 

@@ -16,6 +16,10 @@ use std::time::{Duration, Instant};
 /// Uploads waiting for their message, at most, in all chats together; one chat may hold at most
 /// [`UploadLimits::max_waiting_per_chat`] of them.
 const MAX_WAITING: usize = 256;
+/// Uploads arriving at once, at most. Each holds up to the largest upload limit in memory until it is in (a
+/// page sends its files one after another), so a client that starts many and stalls them holds a bounded
+/// amount.
+pub const MAX_ARRIVING: usize = 4;
 /// An upload no message named within this long is deleted (a page closed before sending).
 const UNSENT_FOR: Duration = Duration::from_secs(3600);
 
@@ -105,6 +109,8 @@ pub struct Uploads {
     storage: Option<(PathBuf, bool, String)>,
     retention: Option<Duration>,
     waiting: Mutex<HashMap<String, Waiting>>,
+    /// Uploads being received: each holds its bytes in memory until it is checked and saved.
+    arriving: tokio::sync::Semaphore,
 }
 
 struct Waiting {
@@ -128,7 +134,13 @@ impl Uploads {
             }),
             retention: (hours > 0).then(|| Duration::from_secs(u64::from(hours) * 3600)),
             waiting: Mutex::default(),
+            arriving: tokio::sync::Semaphore::new(MAX_ARRIVING),
         }
+    }
+
+    /// A place for one more upload to arrive; `None` while [`MAX_ARRIVING`] others are arriving.
+    pub fn begin(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        self.arriving.try_acquire().ok()
     }
 
     pub fn limits(&self) -> &UploadLimits {
@@ -335,6 +347,7 @@ mod tests {
             storage: Some((dir.to_path_buf(), false, "uploads/temp".into())),
             retention: Some(Duration::from_secs(3600)),
             waiting: Mutex::default(),
+            arriving: tokio::sync::Semaphore::new(MAX_ARRIVING),
         }
     }
 
