@@ -797,6 +797,30 @@ async fn a_chat_tab_that_stops_reading_is_disconnected() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_long_answer_arrives_whole_live_and_in_the_history() {
+    // Over 64 KiB, so it travels in fragments; two-byte characters, so fragments split them.
+    let long = "é-long answer line\n".repeat(8_000);
+    let llm = ScriptedLlm::start(vec![Script::new("write a lot", vec![Reply::text(&long)])]).await;
+    let (_home, web) = web_home(&llm, "", "[tasks]\nenabled = false\n").await;
+    let token = chat_token(&web, None).await;
+    let mut socket = open_socket(&web, &token, Some(&web.base.clone()), None).await.unwrap();
+    frame_of_kind(&mut socket, "history_page", Duration::from_secs(10)).await;
+    socket.send(Message::text(r#"{"kind":"message","text":"write a lot"}"#)).await.unwrap();
+    let answer = loop {
+        let frame = frame_of_kind(&mut socket, "message", Duration::from_secs(60)).await;
+        if frame["role"] == "assistant" {
+            break frame;
+        }
+    };
+    assert!(answer["text"].as_str() == Some(long.as_str()), "the live answer was cut or garbled");
+    let _ = socket.close(None).await;
+    let mut again = open_socket(&web, &token, Some(&web.base.clone()), None).await.unwrap();
+    let page = frame_of_kind(&mut again, "history_page", Duration::from_secs(10)).await;
+    let stored = page["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
+    assert!(stored["text"].as_str() == Some(long.as_str()), "the stored answer was cut or garbled");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn one_client_holds_at_most_sixteen_chat_sockets() {
     let llm = idle_model().await;
     let (_home, web) = web_home(&llm, "", "[tasks]\nenabled = false\n").await;

@@ -8,8 +8,9 @@ use tokio::sync::mpsc;
 
 /// Frames waiting for one socket, at most.
 pub const MAX_FRAMES: usize = 512;
-/// Bytes waiting for one socket, at most (a single larger frame still goes when nothing else waits).
-pub const MAX_BYTES: usize = 4 * 1024 * 1024;
+/// Bytes waiting for one socket, at most (a single larger frame still goes when nothing else waits). Room for a
+/// long answer's final message behind its streamed parts.
+pub const MAX_BYTES: usize = 8 * 1024 * 1024;
 
 /// The hub's end.
 #[derive(Clone)]
@@ -88,7 +89,7 @@ mod tests {
         for _ in 0..4 {
             assert!(tx.try_send(frame.clone()));
         }
-        assert!(!tx.try_send("z".into()), "4 MiB queued");
+        assert!(!tx.try_send("z".into()), "MAX_BYTES queued");
         rx.recv().await;
         assert!(tx.try_send(frame.clone()), "read one, room for one");
         let small = socket_queue();

@@ -32,6 +32,8 @@ pub const HISTORY_PAGE: u32 = 30;
 const HISTORY_PAGE_BYTES: usize = 256 * 1024;
 /// Chat sockets one client ([`client_key`]) may hold open at once: a tab needs one.
 const MAX_SOCKETS_PER_CLIENT: usize = 16;
+/// Longest frame written; a longer message goes in fragments (see [`send`]).
+const FRAGMENT_BYTES: usize = 64 * 1024;
 /// How long a close frame may take to go out before the connection is cut instead.
 const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// How often an idle socket checks that its login session still holds (a frame from the browser checks at once).
@@ -153,7 +155,7 @@ async fn run(
                     }
                 }
                 Some(Ok(actix_ws::AggregatedMessage::Ping(bytes))) => {
-                    if !matches!(tokio::time::timeout(SEND_STALL, session.pong(&bytes)).await, Ok(Ok(()))) { break; }
+                    if !within_stall(session.pong(&bytes)).await { break; }
                 }
                 Some(Ok(actix_ws::AggregatedMessage::Pong(_))) => {}
                 Some(Ok(actix_ws::AggregatedMessage::Binary(_))) => {
@@ -195,9 +197,33 @@ async fn close(session: actix_ws::Session, reason: Option<actix_ws::CloseReason>
     }
 }
 
-/// Writes one frame; false when the socket has closed or has not taken it within [`SEND_STALL`].
+/// Writes one message; false when the socket has closed or has not taken it within [`SEND_STALL`]. A long
+/// message goes in fragments of [`FRAGMENT_BYTES`]: the server holds a fixed number of frames for a socket before
+/// a write waits, so fragments bound what a browser that stops reading can make it hold.
 async fn send(session: &mut actix_ws::Session, text: String) -> bool {
-    matches!(tokio::time::timeout(SEND_STALL, session.text(text)).await, Ok(Ok(())))
+    if text.len() <= FRAGMENT_BYTES {
+        return within_stall(session.text(text)).await;
+    }
+    let bytes = actix_web::web::Bytes::from(text.into_bytes());
+    let mut start = 0;
+    while start < bytes.len() {
+        let end = (start + FRAGMENT_BYTES).min(bytes.len());
+        let part = bytes.slice(start..end);
+        let item = match (start, end == bytes.len()) {
+            (0, _) => actix_ws::Item::FirstText(part),
+            (_, true) => actix_ws::Item::Last(part),
+            _ => actix_ws::Item::Continue(part),
+        };
+        if !within_stall(session.continuation(item)).await {
+            return false;
+        }
+        start = end;
+    }
+    true
+}
+
+async fn within_stall(write: impl Future<Output = Result<(), actix_ws::Closed>>) -> bool {
+    matches!(tokio::time::timeout(SEND_STALL, write).await, Ok(Ok(())))
 }
 
 /// Acts on one frame; answers what goes back to this socket alone.
