@@ -26,5 +26,5 @@ pub struct WebState {
     pub chat: OnceLock<ChatLink>,
     pub uploads: Uploads,
     /// Chat sockets open, by client.
-    pub chat_sockets: crate::chat::socket::OpenSockets,
+    pub chat_sockets: minibot_channel::http::PerClient,
 }

@@ -75,14 +75,43 @@ pub fn client_key(address: IpAddr) -> IpAddr {
     }
 }
 
-/// Open connections by client ([`client_key`]).
+/// What each client ([`client_key`]) holds open: connections here, chat sockets in the web channel.
 #[derive(Clone, Default)]
-struct Connections(Arc<Mutex<HashMap<IpAddr, usize>>>);
+pub struct PerClient(Arc<Mutex<HashMap<IpAddr, usize>>>);
 
-/// A connection's place in [`Connections`], given back when the connection ends (its data is dropped then).
+/// One thing a client holds, counted in its [`PerClient`] until dropped.
+pub struct Held {
+    counts: PerClient,
+    client: IpAddr,
+    /// What the client holds with this one.
+    pub count: usize,
+}
+
+impl PerClient {
+    pub fn hold(&self, address: IpAddr) -> Held {
+        let client = client_key(address);
+        let mut counts = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let count = counts.entry(client).or_default();
+        *count += 1;
+        Held { counts: self.clone(), client, count: *count }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let mut counts = self.counts.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(count) = counts.get_mut(&self.client) {
+            *count -= 1;
+            if *count == 0 {
+                counts.remove(&self.client);
+            }
+        }
+    }
+}
+
+/// A connection's place among its client's, given back when the connection ends (its data is dropped then).
 struct ConnectionSlot {
-    connections: Connections,
-    address: IpAddr,
+    _held: Held,
     over_limit: bool,
     /// Requests that came in on this connection.
     requests: AtomicUsize,
@@ -90,31 +119,11 @@ struct ConnectionSlot {
     socket: Option<Arc<OwnedFd>>,
 }
 
-impl Connections {
-    fn take(&self, address: IpAddr, socket: Option<Arc<OwnedFd>>) -> ConnectionSlot {
-        let address = client_key(address);
-        let mut open = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let count = open.entry(address).or_default();
-        *count += 1;
-        ConnectionSlot {
-            connections: self.clone(),
-            address,
-            over_limit: *count > MAX_CONNECTIONS_PER_ADDRESS,
-            requests: AtomicUsize::new(0),
-            socket,
-        }
-    }
-}
-
-impl Drop for ConnectionSlot {
-    fn drop(&mut self) {
-        let mut open = self.connections.0.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(count) = open.get_mut(&self.address) {
-            *count -= 1;
-            if *count == 0 {
-                open.remove(&self.address);
-            }
-        }
+impl ConnectionSlot {
+    fn take(connections: &PerClient, address: IpAddr, socket: Option<Arc<OwnedFd>>) -> Self {
+        let held = connections.hold(address);
+        let over_limit = held.count > MAX_CONNECTIONS_PER_ADDRESS;
+        Self { _held: held, over_limit, requests: AtomicUsize::new(0), socket }
     }
 }
 
@@ -196,7 +205,7 @@ pub fn serve(mounts: Vec<HttpMount>) -> Result<RunningServer, ServeError> {
         .iter()
         .map(|(asked, got)| (*got, mounts.iter().filter(|m| m.listen == *asked).cloned().collect()))
         .collect();
-    let connections = Connections::default();
+    let connections = PerClient::default();
     let mut server = HttpServer::new(move || {
         let mut app = App::new().wrap(security_headers()).wrap_fn(|req, srv| {
             if let Some(slot) = req.conn_data::<ConnectionSlot>() {
@@ -240,7 +249,7 @@ pub fn serve(mounts: Vec<HttpMount>) -> Result<RunningServer, ServeError> {
         let Some(stream) = connection.downcast_ref::<actix_web::rt::net::TcpStream>() else { return };
         let Ok(peer) = stream.peer_addr() else { return };
         let socket = stream.as_fd().try_clone_to_owned().ok().map(Arc::new);
-        let slot = connections.take(peer.ip(), socket);
+        let slot = ConnectionSlot::take(&connections, peer.ip(), socket);
         if slot.over_limit {
             // At once, before it can sit on a descriptor waiting for a request that never comes.
             if let Some(socket) = &slot.socket {

@@ -12,7 +12,7 @@ use crate::state::WebState;
 use actix_web::http::header;
 use actix_web::{HttpMessage, HttpRequest, HttpResponse, web};
 use futures_util::StreamExt;
-use minibot_channel::http::{ConnectionCloser, client_key};
+use minibot_channel::http::ConnectionCloser;
 use minibot_channel::messages::{Inbound, StopTurn, session_id};
 use minibot_store::Role;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,7 +30,7 @@ pub const HISTORY_PAGE: u32 = 30;
 /// A history page's messages, in bytes as sent, at most (a single larger message still makes a page): the
 /// server holds a few frames for a socket before it finds the browser not reading, and pages are the largest.
 const HISTORY_PAGE_BYTES: usize = 256 * 1024;
-/// Chat sockets one client ([`client_key`]) may hold open at once: a tab needs one.
+/// Chat sockets one client (`minibot_channel::http::client_key`) may hold open at once: a tab needs one.
 const MAX_SOCKETS_PER_CLIENT: usize = 16;
 /// Longest frame written; a longer message goes in fragments (see [`send`]).
 const FRAGMENT_BYTES: usize = 64 * 1024;
@@ -61,11 +61,11 @@ pub async fn open(req: HttpRequest, body: web::Payload, state: web::Data<WebStat
         tracing::warn!("chat socket without this boot's chat token refused");
         return HttpResponse::Forbidden().body("The chat token is missing or from an earlier start; reload the page.");
     }
-    let client = req.peer_addr().map_or(std::net::IpAddr::from([0, 0, 0, 0]), |a| client_key(a.ip()));
-    let Some(place) = OpenSocket::take(&state.chat_sockets, client) else {
+    let place = state.chat_sockets.hold(req.peer_addr().map_or(std::net::IpAddr::from([0, 0, 0, 0]), |a| a.ip()));
+    if place.count > MAX_SOCKETS_PER_CLIENT {
         return HttpResponse::TooManyRequests()
             .body(format!("At most {MAX_SOCKETS_PER_CLIENT} chat tabs may be open at once; close one."));
-    };
+    }
     let (mut response, socket, stream) = match actix_ws::handle(&req, body) {
         Ok(parts) => parts,
         Err(error) => return HttpResponse::from_error(error),
@@ -84,39 +84,6 @@ pub async fn open(req: HttpRequest, body: web::Payload, state: web::Data<WebStat
         drop(place);
     });
     response
-}
-
-/// Chat sockets open, by client.
-pub type OpenSockets = std::sync::Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>;
-
-/// One socket's place in [`OpenSockets`], given back when it closes.
-struct OpenSocket {
-    open: OpenSockets,
-    client: std::net::IpAddr,
-}
-
-impl OpenSocket {
-    fn take(open: &OpenSockets, client: std::net::IpAddr) -> Option<Self> {
-        let mut counts = open.lock().unwrap_or_else(|p| p.into_inner());
-        let count = counts.entry(client).or_default();
-        if *count >= MAX_SOCKETS_PER_CLIENT {
-            return None;
-        }
-        *count += 1;
-        Some(Self { open: open.clone(), client })
-    }
-}
-
-impl Drop for OpenSocket {
-    fn drop(&mut self) {
-        let mut counts = self.open.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(count) = counts.get_mut(&self.client) {
-            *count -= 1;
-            if *count == 0 {
-                counts.remove(&self.client);
-            }
-        }
-    }
 }
 
 async fn run(

@@ -172,6 +172,15 @@ pub fn count(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// A response's status and body text, for the pages' tests.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub async fn status_and_text(response: HttpResponse) -> (StatusCode, String) {
+    let status = response.status();
+    let bytes = actix_web::body::to_bytes(response.into_body()).await.unwrap();
+    (status, String::from_utf8(bytes.to_vec()).unwrap())
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {

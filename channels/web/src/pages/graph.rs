@@ -107,11 +107,7 @@ mod tests {
     use minibot_graph::{GraphStore, Scope};
     use std::sync::Arc;
 
-    async fn text(response: HttpResponse) -> (StatusCode, String) {
-        let status = response.status();
-        let bytes = actix_web::body::to_bytes(response.into_body()).await.unwrap();
-        (status, String::from_utf8(bytes.to_vec()).unwrap())
-    }
+    use super::browse::status_and_text as text;
 
     fn query(offset: Option<&str>, node_offset: Option<&str>, limit: Option<&str>) -> GraphQuery {
         GraphQuery {

@@ -305,11 +305,7 @@ mod tests {
             .unwrap();
         let config = minibot_config::Config::from_toml("", "t.toml", dir.path(), &|_| None).unwrap();
         let readers = Readers::new(Arc::new(config), Some(store.clone()));
-        let body = |response: HttpResponse| async move {
-            let status = response.status();
-            let bytes = actix_web::body::to_bytes(response.into_body()).await.unwrap();
-            (status, String::from_utf8(bytes.to_vec()).unwrap())
-        };
+        let body = super::browse::status_and_text;
         let (status, page) = body(respond(&readers, true, &query(&[])).await).await;
         assert_eq!(status, StatusCode::OK);
         assert!(page.contains("web:1") && page.contains("Portugal"), "{page}");

@@ -111,11 +111,7 @@ mod tests {
     use serde_json::{Map, Value, json};
     use std::sync::Arc;
 
-    async fn text(response: HttpResponse) -> (StatusCode, String) {
-        let status = response.status();
-        let bytes = actix_web::body::to_bytes(response.into_body()).await.unwrap();
-        (status, String::from_utf8(bytes.to_vec()).unwrap())
-    }
+    use super::browse::status_and_text as text;
 
     fn query(q: Option<&str>, offset: Option<&str>, limit: Option<&str>) -> MemoryQuery {
         MemoryQuery { q: q.map(Into::into), offset: offset.map(Into::into), limit: limit.map(Into::into) }

@@ -119,11 +119,7 @@ mod tests {
     use minibot_scheduler::{NewJob, Recurrence, SchedulerStore, StoreSettings, Target};
     use std::sync::Arc;
 
-    async fn text(response: HttpResponse) -> (StatusCode, String) {
-        let status = response.status();
-        let bytes = actix_web::body::to_bytes(response.into_body()).await.unwrap();
-        (status, String::from_utf8(bytes.to_vec()).unwrap())
-    }
+    use super::browse::status_and_text as text;
 
     fn query(all: Option<&str>) -> ScheduledQuery {
         ScheduledQuery { all: all.map(Into::into), offset: None, limit: None }
