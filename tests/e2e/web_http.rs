@@ -821,6 +821,42 @@ async fn a_long_answer_arrives_whole_live_and_in_the_history() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn history_pages_past_their_size_leave_the_rest_to_older_messages() {
+    // Each answer, with its HTML, is over a page's 256 KiB: a page then holds it alone.
+    let long = "é-long answer line\n".repeat(8_000);
+    let scripts = ["first", "second"].map(|ask| Script::new(ask, vec![Reply::text(&long)])).to_vec();
+    let llm = ScriptedLlm::start(scripts).await;
+    let (_home, web) = web_home(&llm, "", "[tasks]\nenabled = false\n").await;
+    let token = chat_token(&web, None).await;
+    let mut socket = open_socket(&web, &token, Some(&web.base.clone()), None).await.unwrap();
+    frame_of_kind(&mut socket, "history_page", Duration::from_secs(10)).await;
+    for ask in ["first", "second"] {
+        let message = serde_json::json!({ "kind": "message", "text": ask });
+        socket.send(Message::Text(message.to_string().into())).await.unwrap();
+        while frame_of_kind(&mut socket, "message", Duration::from_secs(60)).await["role"] != "assistant" {}
+    }
+    let _ = socket.close(None).await;
+    let mut again = open_socket(&web, &token, Some(&web.base.clone()), None).await.unwrap();
+    let mut texts = Vec::new();
+    let mut page = frame_of_kind(&mut again, "history_page", Duration::from_secs(10)).await;
+    let first_page = page["messages"].as_array().map_or(0, Vec::len);
+    assert_eq!(first_page, 1, "the newest page holds the last answer alone");
+    loop {
+        let messages = page["messages"].as_array().cloned().unwrap_or_default();
+        for message in messages.iter().rev() {
+            texts.push(message["text"].as_str().unwrap_or_default().to_string());
+        }
+        let Some(before_id) = page["before_id"].as_i64() else { break };
+        let ask = serde_json::json!({ "kind": "history_before", "before_id": before_id });
+        again.send(Message::Text(ask.to_string().into())).await.unwrap();
+        page = frame_of_kind(&mut again, "history_page", Duration::from_secs(10)).await;
+    }
+    let expected = [long.as_str(), "second", long.as_str(), "first"];
+    assert_eq!(texts.len(), expected.len(), "paging back gave {} messages", texts.len());
+    assert!(texts.iter().zip(expected).all(|(got, want)| got == want), "messages missing, repeated or out of order");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn one_client_holds_at_most_sixteen_chat_sockets() {
     let llm = idle_model().await;
     let (_home, web) = web_home(&llm, "", "[tasks]\nenabled = false\n").await;

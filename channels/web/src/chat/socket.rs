@@ -122,7 +122,7 @@ async fn run(
                     }
                 }
                 Some(Ok(actix_ws::AggregatedMessage::Ping(bytes))) => {
-                    if !within_stall(session.pong(&bytes)).await { break; }
+                    if !within(SEND_STALL, session.pong(&bytes)).await { break; }
                 }
                 Some(Ok(actix_ws::AggregatedMessage::Pong(_))) => {}
                 Some(Ok(actix_ws::AggregatedMessage::Binary(_))) => {
@@ -157,7 +157,7 @@ async fn run(
 /// Says goodbye with `reason`; a browser that does not take the close frame in time (it has stopped reading)
 /// has its connection cut, and with it what the server still held for it.
 async fn close(session: actix_ws::Session, reason: Option<actix_ws::CloseReason>, closer: Option<ConnectionCloser>) {
-    if !matches!(tokio::time::timeout(CLOSE_WAIT, session.close(reason)).await, Ok(Ok(())))
+    if !within(CLOSE_WAIT, session.close(reason)).await
         && let Some(closer) = closer
     {
         closer.close();
@@ -169,7 +169,7 @@ async fn close(session: actix_ws::Session, reason: Option<actix_ws::CloseReason>
 /// a write waits, so fragments bound what a browser that stops reading can make it hold.
 async fn send(session: &mut actix_ws::Session, text: String) -> bool {
     if text.len() <= FRAGMENT_BYTES {
-        return within_stall(session.text(text)).await;
+        return within(SEND_STALL, session.text(text)).await;
     }
     let bytes = actix_web::web::Bytes::from(text.into_bytes());
     let mut start = 0;
@@ -181,7 +181,7 @@ async fn send(session: &mut actix_ws::Session, text: String) -> bool {
             (_, true) => actix_ws::Item::Last(part),
             _ => actix_ws::Item::Continue(part),
         };
-        if !within_stall(session.continuation(item)).await {
+        if !within(SEND_STALL, session.continuation(item)).await {
             return false;
         }
         start = end;
@@ -189,8 +189,9 @@ async fn send(session: &mut actix_ws::Session, text: String) -> bool {
     true
 }
 
-async fn within_stall(write: impl Future<Output = Result<(), actix_ws::Closed>>) -> bool {
-    matches!(tokio::time::timeout(SEND_STALL, write).await, Ok(Ok(())))
+/// Whether `write` went through within `limit`.
+async fn within(limit: std::time::Duration, write: impl Future<Output = Result<(), actix_ws::Closed>>) -> bool {
+    matches!(tokio::time::timeout(limit, write).await, Ok(Ok(())))
 }
 
 /// Acts on one frame; answers what goes back to this socket alone.
@@ -243,6 +244,7 @@ async fn history_page(state: &WebState, chat_id: i64, before: Option<i64>, initi
         }
     };
     let full = rows.len() as u32 == HISTORY_PAGE;
+    let total = rows.len();
     // Newest first, until the page is full in bytes; the rest come with the next page.
     let mut messages = Vec::new();
     let mut bytes = 0;
@@ -256,14 +258,13 @@ async fn history_page(state: &WebState, chat_id: i64, before: Option<i64>, initi
         };
         bytes += serde_json::to_vec(&shown).map_or(0, |json| json.len());
         if !messages.is_empty() && bytes > HISTORY_PAGE_BYTES {
-            messages.reverse();
-            let before_id = messages.first().and_then(|m: &ShownMessage| m.id);
-            return Some(ServerMessage::HistoryPage { initial, messages, before_id });
+            break;
         }
         messages.push(shown);
     }
     messages.reverse();
-    let before_id = full.then(|| messages.first().and_then(|m| m.id)).flatten();
+    let more = full || messages.len() < total;
+    let before_id = more.then(|| messages.first().and_then(|m| m.id)).flatten();
     Some(ServerMessage::HistoryPage { initial, messages, before_id })
 }
 
