@@ -24,16 +24,18 @@
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 use minibot_web::MetricsRender;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex};
 
-static RENDER: OnceLock<MetricsRender> = OnceLock::new();
+/// The renderer once the recorder is installed; a lock, so that two callers at once install it only once.
+static RENDER: Mutex<Option<MetricsRender>> = Mutex::new(None);
 
 /// Seconds: a turn's model call takes from tens of milliseconds (a local model) to minutes.
 const LATENCY_BUCKETS: &[f64] = &[0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0];
 
 /// Installs the process-wide recorder (once) and answers its renderer.
 pub fn install() -> anyhow::Result<MetricsRender> {
-    if let Some(render) = RENDER.get() {
+    let mut installed = RENDER.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(render) = installed.as_ref() {
         return Ok(render.clone());
     }
     let recorder = PrometheusBuilder::new()
@@ -43,7 +45,7 @@ pub fn install() -> anyhow::Result<MetricsRender> {
     metrics::set_global_recorder(recorder).map_err(|e| anyhow::anyhow!("cannot install the metrics recorder: {e}"))?;
     describe();
     let render: MetricsRender = Arc::new(move || handle.render());
-    Ok(RENDER.get_or_init(|| render).clone())
+    Ok(installed.insert(render).clone())
 }
 
 fn describe() {
