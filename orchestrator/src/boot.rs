@@ -59,6 +59,7 @@ pub async fn run(config: Config, command: Option<Command>) -> anyhow::Result<i32
         let scheduler = start_scheduler(&booted, &names);
         let code = daemon::run(&booted.runtime, &booted.intake, channels).await;
         stop_scheduler(scheduler).await;
+        halt_chats(&booted).await;
         booted.runtime.close().await;
         return code;
     };
@@ -72,8 +73,17 @@ pub async fn run(config: Config, command: Option<Command>) -> anyhow::Result<i32
     let scheduler = if args.once.is_none() { start_scheduler(&booted, &[console::CHANNEL]) } else { None };
     let code = run_console(&booted, &args, task_timeout).await;
     stop_scheduler(scheduler).await;
+    halt_chats(&booted).await;
     booted.runtime.close().await;
     code
+}
+
+/// Turns still running after the grace are dropped now, inside the runtime: a database connection they hold goes
+/// back to its pool (dropped after the runtime ended, it would panic the exit). Their messages stay pending.
+async fn halt_chats(booted: &Booted) {
+    let _ = booted.router.send(router::HaltChats).await;
+    // The actors stop on their next poll; give them that before the pools close.
+    tokio::time::sleep(Duration::from_millis(50)).await;
 }
 
 fn start_scheduler(booted: &Booted, channels: &[&str]) -> Option<Addr<Scheduler>> {

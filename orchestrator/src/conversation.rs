@@ -6,6 +6,11 @@
 //!
 //! `/new` ([`NewSession`]) waits its turn like a message: the turns accepted before it finish in the old
 //! conversation, and messages sent after it are neither steered into them nor answered from the old history.
+//!
+//! A message's pending row is written by the chat's [`recorder`](Conversation::recorder), a task of its own, and
+//! the message is accepted when the row is in. The actor never waits on that write: the running turn may hold the
+//! store's write transaction at that moment, and an actor that waits stops polling its turn, which then never
+//! commits (the write would wait out the busy timeout, fail, and stall every chat behind the lock).
 
 use crate::channels::shown::ShownText;
 use crate::messages::{
@@ -18,9 +23,9 @@ use crate::turn::{TurnReport, run_turn};
 use actix::prelude::*;
 use minibot_agent::Steer;
 use minibot_store::Role;
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
 struct Running {
     inbound: Inbound,
@@ -47,7 +52,22 @@ pub struct Conversation {
     compaction_error_told: bool,
     /// Since when nothing runs or waits, for the router to retire the actor of a quiet chat.
     idle: Arc<IdleSince>,
+    /// Writes pending rows in arrival order and hands each arrival back as [`Recorded`]; started with the actor.
+    recorder: Option<UnboundedSender<Arrival>>,
+    /// Event ids handed to the recorder and not back yet, so a replay of one is not taken twice.
+    recording: HashSet<String>,
 }
+
+/// What goes through the recorder, in the order it arrived: a `/new` sent after a message must not overtake it.
+enum Arrival {
+    Message(Inbound),
+    NewSession(NewSession),
+}
+
+/// An arrival whose pending row (if it needed one) is written.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Recorded(Arrival);
 
 /// When a conversation became idle (nothing running, nothing queued); `None` while it works.
 #[derive(Debug, Default)]
@@ -73,15 +93,54 @@ impl Handler<Retire> for Conversation {
 
     fn handle(&mut self, _: Retire, ctx: &mut Context<Self>) {
         // The router only retires an idle actor, and sends it nothing afterwards.
-        if self.running.is_none() && self.queue.is_empty() {
+        if self.running.is_none() && self.queue.is_empty() && self.recording.is_empty() {
             ctx.stop();
         }
     }
 }
 
+/// Stops the actor whatever it is doing (exit, after the grace for running turns): a turn still running is
+/// dropped here, while the runtime that must take back its database connection still runs, and stays pending
+/// for the next start.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Halt;
+
+impl Handler<Halt> for Conversation {
+    type Result = ();
+
+    fn handle(&mut self, _: Halt, ctx: &mut Context<Self>) {
+        ctx.stop();
+    }
+}
+
 impl Conversation {
     pub fn new(rt: Arc<Runtime>, channel: ChannelHandle, idle: Arc<IdleSince>) -> Self {
-        Self { rt, channel, running: None, queue: VecDeque::new(), compaction_error_told: false, idle }
+        Self {
+            rt,
+            channel,
+            running: None,
+            queue: VecDeque::new(),
+            compaction_error_told: false,
+            idle,
+            recorder: None,
+            recording: HashSet::new(),
+        }
+    }
+
+    /// Hands an arrival to the recorder; gives it back when there is none (the actor is stopping).
+    fn record_or_back(&mut self, arrival: Arrival) -> Result<(), Arrival> {
+        let id = match &arrival {
+            Arrival::Message(inbound) => Some(inbound.event_id.clone()),
+            Arrival::NewSession(_) => None,
+        };
+        let Some(recorder) = &self.recorder else { return Err(arrival) };
+        recorder.send(arrival).map_err(|refused| refused.0)?;
+        self.idle.set(None);
+        if let Some(id) = id {
+            self.recording.insert(id);
+        }
+        Ok(())
     }
 
     fn accept(&mut self, inbound: Inbound, ctx: &mut Context<Self>) {
@@ -194,7 +253,8 @@ impl Conversation {
         match self.queue.pop_front() {
             Some(Queued::Turn(inbound)) => self.start(inbound, ctx),
             Some(Queued::NewSession(new)) => self.new_session(new, ctx),
-            None => self.idle.set(Some(std::time::Instant::now())),
+            None if self.recording.is_empty() => self.idle.set(Some(std::time::Instant::now())),
+            None => {}
         }
     }
 
@@ -238,30 +298,71 @@ impl Conversation {
 
 impl Actor for Conversation {
     type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        let (tx, mut arrivals) = unbounded_channel::<Arrival>();
+        let store = self.rt.store.clone();
+        let me = ctx.address();
+        // Ends when the actor is gone: its sender is dropped with it.
+        actix::spawn(async move {
+            while let Some(arrival) = arrivals.recv().await {
+                if let Arrival::Message(inbound) = &arrival
+                    && !inbound.recorded
+                {
+                    // The pending row is written before the turn can start, so a crash from here on loses nothing.
+                    let json = serde_json::to_string(inbound).unwrap_or_default();
+                    let written = store.mark_pending(&inbound.event_id, &inbound.session_id(), &json).await;
+                    if let Err(error) = written {
+                        tracing::error!(error = %error, "cannot record the pending turn; running it anyway");
+                    }
+                }
+                if !me.connected() {
+                    break;
+                }
+                me.do_send(Recorded(arrival));
+            }
+        });
+        self.recorder = Some(tx);
+    }
+}
+
+impl Handler<Recorded> for Conversation {
+    type Result = ();
+
+    fn handle(&mut self, Recorded(arrival): Recorded, ctx: &mut Context<Self>) {
+        match arrival {
+            Arrival::Message(inbound) => {
+                self.recording.remove(&inbound.event_id);
+                if self.has(&inbound.event_id) {
+                    tracing::debug!(event_id = %inbound.event_id, "message already taken; ignored");
+                    return;
+                }
+                self.accept(inbound, ctx);
+            }
+            Arrival::NewSession(new) => {
+                self.queue.push_back(Queued::NewSession(new));
+                self.next(ctx);
+            }
+        }
+    }
 }
 
 impl Handler<Inbound> for Conversation {
     type Result = ();
 
     fn handle(&mut self, inbound: Inbound, ctx: &mut Context<Self>) {
-        if self.has(&inbound.event_id) {
+        if self.has(&inbound.event_id) || self.recording.contains(&inbound.event_id) {
             tracing::debug!(event_id = %inbound.event_id, "message already taken; ignored");
             return;
         }
-        if inbound.recorded {
+        // A recorded message (a replay) skips the write, but not the line: it must not overtake one being written.
+        if inbound.recorded && self.recording.is_empty() {
             return self.accept(inbound, ctx);
         }
-        // The pending row is written before the turn can start, so a crash from here on loses nothing.
-        let store = self.rt.store.clone();
-        let (event_id, session) = (inbound.event_id.clone(), inbound.session_id());
-        let json = serde_json::to_string(&inbound).unwrap_or_default();
-        let write = async move { store.mark_pending(&event_id, &session, &json).await };
-        ctx.wait(write.into_actor(self).map(move |result, act, ctx| {
-            if let Err(error) = result {
-                tracing::error!(error = %error, "cannot record the pending turn; running it anyway");
-            }
-            act.accept(inbound, ctx);
-        }));
+        if let Err(Arrival::Message(inbound)) = self.record_or_back(Arrival::Message(inbound)) {
+            tracing::error!(event_id = %inbound.event_id, "the chat's recorder is gone; running the turn unrecorded");
+            self.accept(inbound, ctx);
+        }
     }
 }
 
@@ -269,6 +370,15 @@ impl Handler<NewSession> for Conversation {
     type Result = ();
 
     fn handle(&mut self, new: NewSession, ctx: &mut Context<Self>) {
+        let new = if self.recording.is_empty() {
+            new
+        } else {
+            match self.record_or_back(Arrival::NewSession(new)) {
+                Ok(()) => return,
+                Err(Arrival::NewSession(new)) => new,
+                Err(Arrival::Message(_)) => return,
+            }
+        };
         self.queue.push_back(Queued::NewSession(new));
         self.next(ctx);
     }

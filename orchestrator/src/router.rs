@@ -1,7 +1,7 @@
 //! Maps each chat (`"{channel}:{chat_id}"`) to its conversation actor, creating it on first use, and replays
 //! turns that were pending when the process last stopped.
 
-use crate::conversation::{Conversation, IdleSince, Retire};
+use crate::conversation::{Conversation, Halt, IdleSince, Retire};
 use crate::intake_ledger::IntakeLedger;
 use crate::messages::{
     ChannelHandle, Deliver, FindApprovals, Inbound, Intake, NOTHING_RUNNING_REPLY, NewSession, Outbound, OutboundFile,
@@ -117,6 +117,21 @@ impl Actor for Router {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.run_interval(SWEEP_EVERY, |act, _| act.retire_quiet_chats(RETIRE_AFTER));
+    }
+}
+
+/// Stops every chat's actor before exit, so that turns still running are dropped while the runtime runs.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct HaltChats;
+
+impl Handler<HaltChats> for Router {
+    type Result = ();
+
+    fn handle(&mut self, _: HaltChats, _: &mut Context<Self>) {
+        for (_, chat) in self.conversations.drain() {
+            chat.addr.do_send(Halt);
+        }
     }
 }
 

@@ -265,3 +265,47 @@ async fn task_results_for_a_channel_that_registers_later_are_held_for_it() {
     assert_eq!(delivered.text, "a task result from before start-up");
     assert!(h.replies.try_recv().is_err(), "nothing went to the other channel");
 }
+
+/// A chat flooded with long messages while its turns store theirs: every message is recorded, answered and
+/// stored, and another chat is answered meanwhile. (Recording a message once waited inside the chat's actor,
+/// which then stopped polling its own turn while that turn held the store's write lock: both stalled for the
+/// busy timeout, and other chats' writes failed.)
+#[actix::test]
+async fn a_flood_of_long_messages_stalls_no_chat_and_loses_nothing() {
+    let llm = ScriptedLlm::start(vec![
+        Script::containing("flood", vec![Reply::text("noted")]),
+        Script::new("meanwhile", vec![Reply::text("still here")]),
+    ])
+    .await;
+    let mut h = Harness::start(&llm.base_url(), "").await;
+    let filler = "x".repeat(32_000);
+    let mut flood = std::collections::HashSet::new();
+    let mut others = 0;
+    for n in 0..60 {
+        flood.insert(h.send(1, &format!("flood {n} {filler}")).event_id);
+        if n % 15 == 7 {
+            h.send(2, "meanwhile");
+            others += 1;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let mut answered = std::collections::HashSet::new();
+    let mut other_answers = 0;
+    while !flood.is_subset(&answered) || other_answers < others {
+        // `reply` allows 10 s: a stall behind the write lock lasts at least the 10 s busy timeout.
+        let reply = h.reply().await;
+        if reply.chat_id == 2 {
+            assert_eq!(reply.text, "still here");
+            other_answers += 1;
+        } else {
+            answered.extend(reply.answers);
+        }
+    }
+    let stored = h.history(1).await;
+    for n in 0..60 {
+        let text = format!("flood {n} {filler}");
+        assert_eq!(stored.iter().filter(|m| **m == text).count(), 1, "message {n} stored once");
+    }
+    assert_eq!(h.history(2).await.iter().filter(|m| *m == "still here").count(), others);
+    assert!(h.runtime.store.pending_turns().await.unwrap().is_empty(), "every pending row cleared");
+}
