@@ -35,6 +35,8 @@ impl RuntimeBackstage {
             capabilities: Default::default(),
             approver: None,
             agent_tools: None,
+            parent_call_id: None,
+            nested: None,
         }
     }
 

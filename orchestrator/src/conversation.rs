@@ -129,18 +129,20 @@ impl Conversation {
     }
 
     /// Hands an arrival to the recorder; gives it back when there is none (the actor is stopping).
-    fn record_or_back(&mut self, arrival: Arrival) -> Result<(), Arrival> {
+    fn record_or_back(&mut self, arrival: Arrival) -> Option<Arrival> {
         let id = match &arrival {
             Arrival::Message(inbound) => Some(inbound.event_id.clone()),
             Arrival::NewSession(_) => None,
         };
-        let Some(recorder) = &self.recorder else { return Err(arrival) };
-        recorder.send(arrival).map_err(|refused| refused.0)?;
+        let Some(recorder) = &self.recorder else { return Some(arrival) };
+        if let Err(refused) = recorder.send(arrival) {
+            return Some(refused.0);
+        }
         self.idle.set(None);
         if let Some(id) = id {
             self.recording.insert(id);
         }
-        Ok(())
+        None
     }
 
     fn accept(&mut self, inbound: Inbound, ctx: &mut Context<Self>) {
@@ -359,7 +361,7 @@ impl Handler<Inbound> for Conversation {
         if inbound.recorded && self.recording.is_empty() {
             return self.accept(inbound, ctx);
         }
-        if let Err(Arrival::Message(inbound)) = self.record_or_back(Arrival::Message(inbound)) {
+        if let Some(Arrival::Message(inbound)) = self.record_or_back(Arrival::Message(inbound)) {
             tracing::error!(event_id = %inbound.event_id, "the chat's recorder is gone; running the turn unrecorded");
             self.accept(inbound, ctx);
         }
@@ -374,9 +376,8 @@ impl Handler<NewSession> for Conversation {
             new
         } else {
             match self.record_or_back(Arrival::NewSession(new)) {
-                Ok(()) => return,
-                Err(Arrival::NewSession(new)) => new,
-                Err(Arrival::Message(_)) => return,
+                None | Some(Arrival::Message(_)) => return,
+                Some(Arrival::NewSession(new)) => new,
             }
         };
         self.queue.push_back(Queued::NewSession(new));

@@ -12,6 +12,10 @@ use minibot_orchestrator::cli::{Cli, Command};
 use minibot_orchestrator::{boot, doctor, logging, setup, terminal_text};
 use std::process::ExitCode;
 
+// Counts what codemode scripts allocate, so their memory limit holds (`[tools.codemode] max_memory_mb`).
+#[global_allocator]
+static ALLOC: minibot_codemode::ScriptAllocator = minibot_codemode::ScriptAllocator;
+
 fn main() -> ExitCode {
     // First, before any thread: a process started as the sandbox helper becomes it here.
     minibot_sandbox::serve_if_asked();

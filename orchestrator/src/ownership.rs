@@ -1,15 +1,20 @@
 //! `[orchestration].tool_ownership_mode`: which tools the main agent leaves to its specialists.
 //! `shared` hides nothing; `exclusive` hides every tool some specialist is granted; `exclusive_mcp` hides only
-//! the MCP tools granted to specialists. Servers in `shared_mcp_servers` are never hidden.
+//! the MCP tools granted to specialists. Servers in `shared_mcp_servers` are never hidden. The specialists are
+//! the roster's (managed ones included) and are taken again when the roster changes ([`Ownership::refresh`]).
 
 use minibot_agent::ToolPolicy;
 use minibot_config::{AgentDefinition, Config, ToolOwnershipMode, load_agents};
+use std::sync::RwLock;
+
+type Specialists = Vec<(AgentDefinition, ToolPolicy)>;
 
 pub struct Ownership {
     mode: ToolOwnershipMode,
     prefix: String,
     shared_servers: Vec<String>,
-    specialists: Vec<(AgentDefinition, ToolPolicy)>,
+    /// The roster generation these specialists are from, and the specialists.
+    specialists: RwLock<(u64, Specialists)>,
 }
 
 impl Ownership {
@@ -20,21 +25,35 @@ impl Ownership {
         } else {
             Vec::new()
         };
-        let mut specialists = Vec::new();
-        for agent in agents {
-            let policy = ToolPolicy::from_lists(&agent.tools_allow, &agent.tools_deny)?;
-            specialists.push((agent, policy));
-        }
         Ok(Self {
             mode,
             prefix: config.tools.mcp.name_prefix.clone(),
             shared_servers: config.orchestration.shared_mcp_servers.clone(),
-            specialists,
+            // No roster generation yet: the first refresh takes the roster's specialists, managed ones included.
+            specialists: RwLock::new((u64::MAX, policies(agents)?)),
         })
     }
 
+    /// Takes the roster's specialists when `generation` is not the one they were taken from. A specialist
+    /// whose patterns do not compile grants nothing (the roster checked them when it read the file).
+    pub fn refresh(&self, generation: u64, agents: impl FnOnce() -> Vec<AgentDefinition>) {
+        if self.mode == ToolOwnershipMode::Shared {
+            return;
+        }
+        let mut current = self.specialists.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if current.0 == generation {
+            return;
+        }
+        let agents = agents().into_iter().filter(|a| ToolPolicy::from_lists(&a.tools_allow, &a.tools_deny).is_ok());
+        *current = (generation, policies(agents.collect()).unwrap_or_default());
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, (u64, Specialists)> {
+        self.specialists.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     pub fn is_shared(&self) -> bool {
-        self.mode == ToolOwnershipMode::Shared || self.specialists.is_empty()
+        self.mode == ToolOwnershipMode::Shared || self.read().1.is_empty()
     }
 
     /// The MCP server of a tool name (`<prefix>_<server>__<tool>`), if it is an MCP tool.
@@ -45,7 +64,7 @@ impl Ownership {
 
     fn granted_to_a_specialist(&self, name: &str) -> bool {
         let server = self.mcp_server(name);
-        self.specialists.iter().any(|(agent, policy)| match server {
+        self.read().1.iter().any(|(agent, policy)| match server {
             // MiniBot's rule: `tools_allow` does not filter MCP tools of listed servers, `tools_deny` does.
             Some(server) => {
                 agent.mcp_servers.iter().any(|s| s == server)
@@ -72,4 +91,13 @@ impl Ownership {
             ToolOwnershipMode::Exclusive => self.granted_to_a_specialist(name),
         }
     }
+}
+
+fn policies(agents: Vec<AgentDefinition>) -> anyhow::Result<Specialists> {
+    let mut specialists = Vec::new();
+    for agent in agents {
+        let policy = ToolPolicy::from_lists(&agent.tools_allow, &agent.tools_deny)?;
+        specialists.push((agent, policy));
+    }
+    Ok(specialists)
 }

@@ -29,6 +29,8 @@ pub struct SessionModel {
 
 pub struct Runtime {
     pub config: Arc<Config>,
+    /// The skill folders, for the catalog in the system prompt (`[tools.skills] preload_catalog`).
+    skills: minibot_skills::SkillRegistry,
     pub provider: Arc<dyn ChatProvider>,
     pub model: ModelSettings,
     /// Built-in and task tools, after the main agent's policy; MCP tools are added per turn ([`Runtime::tools`]).
@@ -61,6 +63,9 @@ pub struct Runtime {
     prompts: PromptLibrary,
     base_prompt: String,
     channel_prompts: Mutex<HashMap<String, String>>,
+    /// The roster generation the cached prompts were composed from: a changed roster (reload_agents, a managed
+    /// write) empties the cache, so the next turn's prompt lists the specialists as they are.
+    prompt_generation: std::sync::atomic::AtomicU64,
     /// Main-agent turns running now; the daemon waits for them at shutdown.
     active_turns: Arc<std::sync::atomic::AtomicUsize>,
     /// Set at shutdown: no new turn starts (queued ones stay pending for the next start).
@@ -121,6 +126,16 @@ impl Runtime {
         if let Some(hub) = &tasks {
             minibot_tools::tasks::register(&mut tools, hub.clone(), &config);
         }
+        if let Some(hub) = tasks.as_ref().filter(|_| minibot_config::managed_agents::enabled(&config)) {
+            // The roster may grow from empty: fetch_agent_info is there from the start, and hidden while no
+            // specialist exists (`Runtime::tools`).
+            if tools.get("fetch_agent_info").is_none() {
+                let info = minibot_tools::tasks::FetchAgentInfo::new(hub.clone(), config.clone());
+                tools.register(minibot_agent::dyn_tool(info));
+            }
+            let manager = crate::tasks::management::AgentManager::new(config.clone(), hub.roster_cell());
+            minibot_tools::agents::register(&mut tools, Arc::new(manager), &config);
+        }
         let safety = minibot_agent::SafetyClassifier::from_config(&config)?;
         let base_tools = tools.filtered(&policy);
         let base_tools = match &safety {
@@ -136,6 +151,7 @@ impl Runtime {
         };
         let ownership = Ownership::load(&config)?;
         let approvals = ApprovalGate::from_config(&config.tools.approval)?;
+        minibot_codemode::with_codemode(&ToolRegistry::new(), &config.tools.codemode)?;
         let guardrail = Guardrail::from_config(&config)?;
         let spill_root = services.spill_store();
         // The console is this version's only channel, and a runtime exists only to serve it ([channels.telegram]
@@ -147,6 +163,7 @@ impl Runtime {
         let max_steps = config.llm.max_tool_iterations.max(1);
         let level = config.runtime.log_level.as_deref().unwrap_or(&config.logging.log_level).to_ascii_lowercase();
         Ok(Arc::new(Self {
+            skills: minibot_skills::SkillRegistry::from_config(&config),
             model: ModelSettings {
                 model: endpoint.model.clone(),
                 temperature: endpoint.temperature,
@@ -177,6 +194,7 @@ impl Runtime {
             prompts,
             base_prompt,
             channel_prompts: Mutex::new(HashMap::new()),
+            prompt_generation: std::sync::atomic::AtomicU64::new(0),
             active_turns: Arc::default(),
             draining: std::sync::atomic::AtomicBool::new(false),
             drained_at: OnceLock::new(),
@@ -188,6 +206,10 @@ impl Runtime {
     /// The main agent's system prompt for a channel, composed once per channel.
     pub fn system_prompt(&self, channel: &str) -> String {
         let mut cache = self.channel_prompts.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let generation = self.tasks.as_ref().map_or(0, |hub| hub.roster_generation());
+        if self.prompt_generation.swap(generation, std::sync::atomic::Ordering::SeqCst) != generation {
+            cache.clear();
+        }
         cache
             .entry(channel.to_string())
             .or_insert_with(|| {
@@ -219,11 +241,36 @@ impl Runtime {
     /// The main agent's tools for one turn: built-ins and task tools, plus the MCP tools as they are now (a
     /// reload changes them), after the main agent's policy and tool ownership.
     pub fn tools(&self) -> ToolRegistry {
+        if let Some(hub) = &self.tasks {
+            self.ownership.refresh(hub.roster_generation(), || hub.agent_definitions());
+        }
         let tools = self.turn_tools();
+        // With agent management the roster can empty: then there is no specialist to read about.
+        let tools = match &self.tasks {
+            Some(hub) if hub.roster_is_empty() && tools.get("fetch_agent_info").is_some() => {
+                tools.filtered(&ToolPolicy::Deny(Patterns::new(&["fetch_agent_info"]).unwrap_or_default()))
+            }
+            _ => tools,
+        };
         let names = tools.names();
         let servers = self.mcp.as_ref().map_or_else(Vec::new, |hub| hub.servers_serving(&names));
         self.running.set_tools(names, servers);
-        tools
+        self.with_codemode(tools)
+    }
+
+    /// `run_tools_script` over the turn's tools when `[tools.codemode]` is on and the main agent's policy keeps it;
+    /// it replaces the tools scripts can call as direct tools (reference 3.15).
+    fn with_codemode(&self, tools: ToolRegistry) -> ToolRegistry {
+        let section = &self.config.tools.codemode;
+        if !section.enabled || !self.policy.permits(minibot_codemode::TOOL_NAME) {
+            return tools;
+        }
+        // The patterns were checked at start-up.
+        let scripted = minibot_codemode::with_codemode(&tools, section).unwrap_or_else(|_| tools.clone());
+        // What the script tool replaced is reached through it; get_settings reports those tools too.
+        let replaced = tools.names().into_iter().filter(|name| scripted.get(name).is_none()).collect();
+        self.running.set_script_tools(replaced);
+        scripted
     }
 
     fn turn_tools(&self) -> ToolRegistry {
@@ -263,10 +310,22 @@ impl Runtime {
     pub fn system_prompt_for(&self, channel: &str, tools: &ToolRegistry) -> String {
         let mut prompt = self.system_prompt(channel);
         if let Some(hub) = &self.mcp {
-            for fragment in hub.instructions_for(&tools.names()) {
+            // A server's tools reached only from scripts still need its instructions.
+            let names = match tools.get(minibot_codemode::TOOL_NAME) {
+                Some(_) => self.turn_tools().names(),
+                None => tools.names(),
+            };
+            for fragment in hub.instructions_for(&names) {
                 prompt.push_str("\n\n");
                 prompt.push_str(&fragment);
             }
+        }
+        // Read per turn: an installed or edited skill shows from the next turn on (only changed files are re-read).
+        if tools.get("activate_skill").is_some()
+            && let Some(catalog) = self.skills.catalog_prompt()
+        {
+            prompt.push_str("\n\n");
+            prompt.push_str(&catalog);
         }
         prompt
     }

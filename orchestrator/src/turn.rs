@@ -116,6 +116,8 @@ pub async fn run_turn(
         }),
         // Filled in by the agent loop from the turn's tools.
         agent_tools: None,
+        parent_call_id: None,
+        nested: None,
     };
     let tools = rt.tools();
     let system_prompt = rt.system_prompt_for(&inbound.channel, &tools);

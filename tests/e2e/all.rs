@@ -1,6 +1,7 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 //! The real binaries, end to end.
 
+mod agent_management;
 mod approvals;
 mod bad_input;
 mod broker_trust;

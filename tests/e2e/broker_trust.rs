@@ -136,6 +136,7 @@ fn envelope(task_id: &str, prompt: &str) -> TaskEnvelope {
         max_attempts: 3,
         agent_hash: None,
         requires: Vec::new(),
+        agent_definition: None,
     }
 }
 

@@ -1,12 +1,14 @@
 //! Builds the agent for one task: which specialist, its system prompt, its model and its tools.
 //! Agent files are read again for every task, so an edited specialist takes effect without a restart.
+//! A managed (model-authored) specialist's task carries its definition instead ([`carried_agent`]): the worker
+//! runs that text once its hash is the task's `agent_hash` and it passes this worker's own managed-agent ceiling.
 //!
 //! Whatever put the envelope on the queue, a worker trusts none of its numbers or sizes: texts longer than a task
 //! may carry are refused before anything is built ([`check_sizes`]), and the limits are held to the worker's
 //! own `[tasks]` settings ([`task_limits`]).
 
 use minibot_agent::{Limits, ModelSettings, PromptBuilder, PromptLibrary, ToolPolicy, ToolRegistry};
-use minibot_config::{AgentDefinition, Config, LlmEndpoint, load_agents};
+use minibot_config::{AgentDefinition, Config, LlmEndpoint, load_agents, managed_agents};
 use minibot_protocol::TaskEnvelope;
 use minibot_tools::ToolServices;
 use std::sync::Arc;
@@ -39,9 +41,11 @@ pub type AssemblyError = String;
 pub async fn assemble(config: &Arc<Config>, task: &TaskEnvelope) -> Result<Assembled, AssemblyError> {
     check_sizes(task)?;
     let library = PromptLibrary::new(Some(config.resolve_path(&config.llm.prompts_dir)));
-    let agent = match task.agent_name.as_deref().filter(|n| !n.is_empty()) {
-        Some(name) => Some(find_agent(config, name)?),
-        None => None,
+    let agent = match (task.agent_name.as_deref().filter(|n| !n.is_empty()), task.agent_definition.as_deref()) {
+        (Some(name), Some(text)) => Some(carried_agent(config, task, name, text)?),
+        (Some(name), None) => Some(find_agent(config, name)?),
+        (None, Some(_)) => return Err(format!("{REFUSED}the task carries an agent definition but names no agent")),
+        (None, None) => None,
     };
     if let Some(agent) = &agent {
         refuse_mismatch(config, task, agent)?;
@@ -87,6 +91,12 @@ pub async fn assemble(config: &Arc<Config>, task: &TaskEnvelope) -> Result<Assem
     let names = tools.names();
     let servers = mcp.as_ref().map_or_else(Vec::new, |hub| hub.servers_serving(&names));
     services.running.set_tools(names, servers);
+    let tools = match &agent {
+        Some(agent) if codemode_for(config, agent) => {
+            minibot_codemode::with_codemode(&tools, &config.tools.codemode).map_err(|e| e.to_string())?
+        }
+        _ => tools,
+    };
 
     let mut prompt = match &agent {
         Some(agent) => PromptBuilder::new(agent.system_prompt.clone()),
@@ -161,6 +171,13 @@ pub fn check_sizes(task: &TaskEnvelope) -> Result<(), AssemblyError> {
             return Err(format!("{REFUSED}{field} is longer than {MAX_NAME_CHARS} characters, the most it may have"));
         }
     }
+    if let Some(text) = task.agent_definition.as_deref().filter(|t| t.len() > managed_agents::MAX_DEFINITION_BYTES) {
+        return Err(format!(
+            "{REFUSED}agent_definition is {} bytes, more than the {} a managed definition may have",
+            text.len(),
+            managed_agents::MAX_DEFINITION_BYTES
+        ));
+    }
     Ok(())
 }
 
@@ -222,6 +239,37 @@ fn find_agent(config: &Config, name: &str) -> Result<AgentDefinition, AssemblyEr
     Ok(agent)
 }
 
+/// The managed specialist a task carries. Refused when the text is not the version the task names (it was
+/// altered after the orchestrator checked it), or when it exceeds this worker's own ceiling or takes the name of
+/// one of this worker's owner specialists: the worker trusts its config, not the sender's.
+fn carried_agent(
+    config: &Config,
+    task: &TaskEnvelope,
+    name: &str,
+    text: &str,
+) -> Result<AgentDefinition, AssemblyError> {
+    if !config.specialists_enabled() {
+        return Err("specialists are disabled ([orchestration.specialists] enabled = false)".into());
+    }
+    let actual = minibot_protocol::definition_hash(text.strip_prefix('\u{feff}').unwrap_or(text).as_bytes());
+    let Some(sent) = task.agent_hash.as_deref() else {
+        return Err(format!("{REFUSED}the task carries a definition of `{name}` without its version (agent_hash)"));
+    };
+    if sent != actual {
+        return Err(format!(
+            "{REFUSED}the definition the task carries for managed specialist `{name}` is not version {sent} (its \
+             text is version {actual}); it was changed after it was sent and is not run"
+        ));
+    }
+    let dir = config.resolve_path(&config.orchestration.directory);
+    let owners: Vec<String> = load_agents(&dir).map_err(|e| e.to_string())?.into_iter().map(|a| a.name).collect();
+    let override_provider = task.model_overrides.model_provider.as_deref();
+    let definition = managed_agents::check_for_worker(config, name, text, override_provider, &owners)
+        .map_err(|e| format!("{REFUSED}managed specialist `{name}`: {e}"))?;
+    minibot_config::check_agents(config, std::slice::from_ref(&definition.agent)).map_err(|e| e.to_string())?;
+    Ok(definition.agent)
+}
+
 /// Prefix of the error of a task this worker refuses to run (another version of the specialist, labels it
 /// lacks): the runner names the worker in front of it.
 pub const REFUSED: &str = "refused: ";
@@ -248,6 +296,20 @@ fn refuse_mismatch(config: &Config, task: &TaskEnvelope, agent: &AgentDefinition
         ));
     }
     Ok(())
+}
+
+/// Whether a specialist gets `run_tools_script` over its tools: `[tasks] worker_extensions` lists `"codemode"`
+/// and the specialist's policy keeps the tool (its `tools_allow` names it, or it has only `tools_deny` and that
+/// does not). A specialist with neither list has no tools for a script to call.
+fn codemode_for(config: &Config, agent: &AgentDefinition) -> bool {
+    if !config.tools.codemode.enabled || !config.tasks.worker_extensions.iter().any(|e| e == "codemode") {
+        return false;
+    }
+    if agent.tools_allow.is_empty() && agent.tools_deny.is_empty() {
+        return false;
+    }
+    ToolPolicy::from_lists(&agent.tools_allow, &agent.tools_deny)
+        .is_ok_and(|policy| policy.permits(minibot_codemode::TOOL_NAME))
 }
 
 /// MiniBot's specialist policy: `tools_allow` grants only the matching tools, `tools_deny` grants everything
@@ -288,7 +350,37 @@ mod tests {
             max_attempts: u32::MAX,
             agent_hash: None,
             requires: Vec::new(),
+            agent_definition: None,
         }
+    }
+
+    #[tokio::test]
+    async fn codemode_is_given_to_the_specialists_that_ask_for_it() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("agents")).unwrap();
+        for (name, policy) in [
+            ("scripter", "tools_allow:\n  - current_datetime\n  - run_tools_script\n"),
+            ("plain", "tools_allow:\n  - current_datetime\n"),
+            ("denier", "tools_deny:\n  - bash\n"),
+        ] {
+            let text = format!("---\nname: {name}\ndescription: test\n{policy}---\nYou test.\n");
+            std::fs::write(dir.path().join(format!("agents/{name}.md")), text).unwrap();
+        }
+        let toml = "[llm]\napi_key = \"sk-test\"\n[tasks]\nenabled = true\nworker_extensions = [\"codemode\"]\n\
+                    [tools.codemode]\nenabled = true\n";
+        let config = Arc::new(Config::from_toml(toml, "test.toml", dir.path(), &|_| None).unwrap());
+        let tools_of = |agent: Option<&str>| {
+            let config = config.clone();
+            let mut task = envelope(60, None, None);
+            task.agent_name = agent.map(str::to_string);
+            async move { assemble(&config, &task).await.unwrap().tools.names() }
+        };
+        let scripter = tools_of(Some("scripter")).await;
+        assert!(scripter.contains(&"run_tools_script".to_string()), "{scripter:?}");
+        assert!(!scripter.contains(&"current_datetime".to_string()), "called from scripts now: {scripter:?}");
+        assert!(!tools_of(Some("plain")).await.contains(&"run_tools_script".to_string()));
+        assert!(tools_of(Some("denier")).await.contains(&"run_tools_script".to_string()));
+        assert!(!tools_of(None).await.contains(&"run_tools_script".to_string()), "a task without an agent");
     }
 
     #[test]

@@ -4,6 +4,10 @@ use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+// Counts what codemode scripts allocate, so their memory limit holds (`[tools.codemode] max_memory_mb`).
+#[global_allocator]
+static ALLOC: minibot_codemode::ScriptAllocator = minibot_codemode::ScriptAllocator;
+
 /// minibot task worker.
 #[derive(Debug, Parser)]
 #[command(name = "minibot-worker", version, about)]

@@ -297,6 +297,8 @@ impl Worker {
                 approver: Some(approver),
                 // Filled in by the agent loop from the task's tools.
                 agent_tools: None,
+                parent_call_id: None,
+                nested: None,
             },
             approvals: Some(&approvals),
             inbox: Some(&mut inbox_rx),
@@ -559,10 +561,12 @@ impl Tally {
             AgentEvent::StepStarted { step } => {
                 self.steps.fetch_max(*step, Ordering::Relaxed);
             }
-            AgentEvent::ToolStarted { .. } => {
+            // The model's calls: those a script makes are part of its run_tools_script call.
+            AgentEvent::ToolStarted { parent_call_id: None, .. } => {
                 self.tool_calls.fetch_add(1, Ordering::Relaxed);
             }
-            AgentEvent::ToolFinished { .. }
+            AgentEvent::ToolStarted { .. }
+            | AgentEvent::ToolFinished { .. }
             | AgentEvent::SendFile(_)
             | AgentEvent::AnswerText { .. }
             | AgentEvent::Compacted(_) => {}
@@ -721,6 +725,7 @@ mod tests {
             max_attempts: 3,
             agent_hash: None,
             requires: Vec::new(),
+            agent_definition: None,
         }
     }
 

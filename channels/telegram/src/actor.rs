@@ -376,8 +376,9 @@ impl Handler<Progress> for Telegram {
         self.start_typing(progress.chat_id, ctx);
         match &progress.event {
             AgentEvent::AnswerText { text, .. } => self.draft_piece(progress.chat_id, progress.reply_to, text, ctx),
-            // The text before a tool call (or the next step) is complete, and not the answer: its draft stays.
-            AgentEvent::StepStarted { .. } | AgentEvent::ToolStarted { .. } => {
+            // The text before a tool call (or the next step) is complete, and not the answer: its draft stays. The
+            // calls a script makes are not followed here.
+            AgentEvent::StepStarted { .. } | AgentEvent::ToolStarted { parent_call_id: None, .. } => {
                 self.end_draft(progress.chat_id, "", false, ctx);
             }
             _ => {}

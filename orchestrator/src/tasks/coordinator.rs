@@ -244,13 +244,11 @@ async fn waiting_tasks(hub: &TaskHub) -> Vec<(TaskRecord, Option<String>)> {
     waiting
         .into_iter()
         .map(|record| {
-            let agent = record.agent_name.as_deref().and_then(|name| agents.iter().find(|a| a.name == name));
+            // A managed specialist's task carries its definition: any worker can take it, as a generic one can.
+            let name = record.agent_name.as_deref().filter(|name| !hub.is_managed(name));
+            let agent = name.and_then(|name| agents.iter().find(|a| a.name == name));
             let requires = agent.map(|a| a.requires.clone()).unwrap_or_default();
-            let needs = super::fleet::Needs {
-                agent: record.agent_name.as_deref(),
-                hash: agent.map(|a| a.hash.as_str()),
-                requires: &requires,
-            };
+            let needs = super::fleet::Needs { agent: name, hash: agent.map(|a| a.hash.as_str()), requires: &requires };
             let reason = hub.fleet.lock().ok().and_then(|mut fleet| fleet.unserved(needs));
             (record, reason)
         })

@@ -4,9 +4,10 @@
 
 use super::demand::Demand;
 use super::fleet::{Fleet, Needs};
+use super::roster::{Roster, RosterCell};
 use futures_util::future::BoxFuture;
 use minibot_agent::{ToolContext, ToolError};
-use minibot_config::{AgentDefinition, Config, DelegationMode, load_agents};
+use minibot_config::{AgentDefinition, Config, DelegationMode, load_agents, managed_agents};
 use minibot_protocol::{ControlKind, ControlMessage, ModelOverrides, PROTOCOL_VERSION, TaskEnvelope, TaskLimits};
 use minibot_queue::TaskQueue;
 use minibot_queue::backend::{self, OrchestratorQueue};
@@ -29,7 +30,8 @@ pub struct TaskHub {
     /// The same queue as a SQLite queue, to release a dead local worker's leases at once.
     pub sqlite: Option<Arc<SqliteQueue>>,
     pub memory: Store,
-    roster: Vec<(String, String)>,
+    /// The specialists: read at start-up, changed by the agent-management tools.
+    roster: Arc<RosterCell>,
     handoffs: Mutex<HashMap<String, Vec<String>>>,
     delegations: Mutex<HashMap<String, u32>>,
     /// Wakes the local worker slots that have no worker when a task is submitted.
@@ -43,15 +45,12 @@ pub struct TaskHub {
 impl TaskHub {
     pub async fn open(config: Arc<Config>, memory: Store) -> anyhow::Result<Arc<Self>> {
         let store = TaskStore::open(&backend::tasks_db_path(&config)?).await?.with_redactor(config.redactor());
-        let agents = if config.specialists_enabled() {
-            load_agents(&config.resolve_path(&config.orchestration.directory))?
-        } else {
-            Vec::new()
-        };
-        // Every specialist's queue exists before any worker looks for it (declared with RabbitMQ).
-        let routes: Vec<String> = agents.iter().map(|a| minibot_protocol::route_for(Some(&a.name))).collect();
+        let roster = Roster::load(&config).map_err(anyhow::Error::msg)?;
+        // Every owner specialist's queue exists before any worker looks for it (declared with RabbitMQ). Managed
+        // specialists travel on the generic route.
+        let routes: Vec<String> = roster.owner.iter().map(|a| minibot_protocol::route_for(Some(&a.name))).collect();
         let OrchestratorQueue { queue, sqlite } = backend::open_orchestrator_queue(&config, &routes).await?;
-        let roster = agents.iter().map(|a| (a.name.clone(), a.description.clone())).collect();
+        let roster = Arc::new(RosterCell::new(roster));
         let config_heartbeat = config.worker.heartbeat_seconds.max(1);
         Ok(Arc::new(Self {
             config,
@@ -90,11 +89,12 @@ impl TaskHub {
 
     /// The roster fragment of the main system prompt.
     pub fn roster_prompt(&self) -> Option<String> {
-        if self.roster.is_empty() {
+        let roster = self.roster.get().entries();
+        if roster.is_empty() {
             return None;
         }
         let mut text = String::from("Available specialist agents:\nUse only these exact agent names for delegation.");
-        for (name, description) in &self.roster {
+        for (name, description) in &roster {
             text.push_str(&format!("\n- {name}: {description}"));
         }
         text.push_str("\nCall fetch_agent_info to read a specialist's full definition before overriding its model.");
@@ -107,12 +107,41 @@ impl TaskHub {
         self.agents().unwrap_or_default()
     }
 
+    /// The roster, shared with the agent-management tools.
+    pub fn roster_cell(&self) -> Arc<RosterCell> {
+        self.roster.clone()
+    }
+
+    /// Changes whenever the roster does: what was built from it (the system prompt) is stale.
+    pub fn roster_generation(&self) -> u64 {
+        self.roster.generation()
+    }
+
+    /// Whether there is no specialist to delegate to.
+    pub fn roster_is_empty(&self) -> bool {
+        let roster = self.roster.get();
+        roster.owner.is_empty() && roster.managed.is_empty()
+    }
+
+    /// Whether `name` is a managed (model-authored) specialist: its tasks carry its definition and go to any
+    /// worker.
+    pub fn is_managed(&self, name: &str) -> bool {
+        self.roster.get().managed(name).is_some()
+    }
+
+    /// The owner's specialists as their folder holds them now (a worker reads the same files for each task), then
+    /// the managed ones as the roster holds them (their tasks carry that text).
     fn agents(&self) -> Result<Vec<AgentDefinition>, ToolError> {
         if !self.config.specialists_enabled() {
             return Ok(Vec::new());
         }
-        load_agents(&self.config.resolve_path(&self.config.orchestration.directory))
-            .map_err(|e| ToolError::respond("task:agents_unreadable", e.to_string()))
+        let mut agents = load_agents(&self.config.resolve_path(&self.config.orchestration.directory))
+            .map_err(|e| ToolError::respond("task:agents_unreadable", e.to_string()))?;
+        let roster = self.roster.get();
+        let managed = roster.managed.iter().map(|m| m.agent.clone());
+        let managed: Vec<AgentDefinition> = managed.filter(|m| agents.iter().all(|a| a.name != m.name)).collect();
+        agents.extend(managed);
+        Ok(agents)
     }
 
     async fn lookup(&self, id: &str, ctx: &ToolContext) -> Result<Result<TaskRecord, Value>, ToolError> {
@@ -174,6 +203,17 @@ impl TaskHub {
                 }
             }
         };
+        // A managed specialist's task carries the definition it was checked as, and may only be retargeted to a
+        // provider the ceiling allows.
+        let carried = agent.as_ref().and_then(|a| {
+            self.roster.get().managed(&a.name).filter(|m| m.agent.hash == a.hash).map(|m| m.text.clone())
+        });
+        if carried.is_some()
+            && let Some(provider) = &request.model_provider
+        {
+            managed_agents::check_override_provider(&self.config, provider)
+                .map_err(|e| ToolError::respond("task:provider_not_allowed", e.to_string()))?;
+        }
         if let Some(provider) = &request.model_provider {
             let endpoint = self
                 .config
@@ -256,6 +296,7 @@ impl TaskHub {
             max_attempts,
             agent_hash: agent.as_ref().map(|a| a.hash.clone()),
             requires: agent.as_ref().map(|a| a.requires.clone()).unwrap_or_default(),
+            agent_definition: carried,
         };
         if self.workers.task_submitted()
             && let Ok(mut fleet) = self.fleet.lock()
@@ -312,6 +353,11 @@ impl TaskHub {
 
     /// Why no live worker can take this task now, if none can.
     pub fn unserved(&self, envelope: &TaskEnvelope) -> Option<String> {
+        if envelope.agent_definition.is_some() {
+            // Every worker can run a definition the task carries.
+            let generic = Needs { agent: None, hash: None, requires: &[] };
+            return self.fleet.lock().ok()?.unserved(generic);
+        }
         let needs = Needs {
             agent: envelope.agent_name.as_deref(),
             hash: envelope.agent_hash.as_deref(),
@@ -496,6 +542,7 @@ impl TaskService for TaskHub {
             Ok(json!({
                 "ok": true,
                 "agent": agent.name,
+                "managed": self.is_managed(&agent.name),
                 "name": agent.name,
                 "description": agent.description,
                 "system_prompt": agent.system_prompt,
@@ -511,6 +558,6 @@ impl TaskService for TaskHub {
     }
 
     fn roster(&self) -> Vec<(String, String)> {
-        self.roster.clone()
+        self.roster.get().entries()
     }
 }

@@ -1,3 +1,4 @@
+mod codemode;
 mod compaction;
 mod harness;
 mod layout;

@@ -12,6 +12,7 @@ pub mod channel;
 pub mod compaction;
 pub mod directives;
 mod guards;
+mod nested;
 mod outcome;
 pub mod policy;
 pub mod prompt;
@@ -27,6 +28,7 @@ pub use approval_gate::{ApprovalGate, GateConfigError, ask_approval, denial_mess
 pub use channel::{ChannelCapabilities, TextFormat};
 pub use directives::OutgoingFile;
 pub use guards::{parse_arguments, sha256_hex};
+pub use nested::NestedCalls;
 pub use outcome::{AgentError, AgentEvent, AgentOutcome, ReplyKind, Steer, StopReason};
 pub use policy::{Patterns, ToolPolicy};
 pub use prompt::{PromptBuilder, PromptLibrary};

@@ -90,15 +90,19 @@ pub enum AgentEvent {
     StepStarted {
         step: u32,
     },
+    /// A tool call began. `parent_call_id` is the `run_tools_script` call whose script made it; `None` for a
+    /// call the model made.
     ToolStarted {
         call_id: String,
         name: String,
+        parent_call_id: Option<String>,
     },
     ToolFinished {
         call_id: String,
         name: String,
         ok: bool,
         duration: Duration,
+        parent_call_id: Option<String>,
     },
     /// `send_file` asked for this file to reach the user now; the caller hands it to the chat's channel.
     SendFile(crate::directives::OutgoingFile),

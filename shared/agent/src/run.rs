@@ -321,7 +321,11 @@ impl AgentRun<'_> {
             );
             return Ok((error_result(&call.name, &call.arguments, "unknown_tool", &message), true));
         };
-        let context = ToolContext { call_id: call.id.clone(), ..self.context.clone() };
+        // A tool that runs other tools (run_tools_script) reports their events through `nested`; they are passed
+        // on while it runs, so a channel shows them as they happen.
+        let (events, mut nested_events) = tokio::sync::mpsc::unbounded_channel();
+        let nested = crate::nested::NestedCalls::new(self.approvals.cloned(), events);
+        let context = ToolContext { call_id: call.id.clone(), nested: Some(nested), ..self.context.clone() };
         if let Some(gate) = self.approvals
             && let Err(denial) = gate.check(&call.name, &args, &context).await
         {
@@ -329,9 +333,26 @@ impl AgentRun<'_> {
             let message = denial.to_string();
             return Ok((error_result(&call.name, &call.arguments, APPROVAL_DENIED_CODE, &message), true));
         }
-        (self.on_event)(AgentEvent::ToolStarted { call_id: call.id.clone(), name: call.name.clone() });
+        (self.on_event)(AgentEvent::ToolStarted {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            parent_call_id: None,
+        });
         let started = Instant::now();
-        let outcome = tool.call_json(args, &context).await;
+        let outcome = {
+            let running = tool.call_json(args, &context);
+            tokio::pin!(running);
+            loop {
+                tokio::select! {
+                    outcome = &mut running => break outcome,
+                    Some(event) = nested_events.recv() => (self.on_event)(event),
+                }
+            }
+        };
+        drop(context);
+        while let Ok(event) = nested_events.try_recv() {
+            (self.on_event)(event);
+        }
         let ok = match &outcome {
             Ok(value) => value.get("ok") != Some(&Value::Bool(false)),
             Err(_) => false,
@@ -342,6 +363,7 @@ impl AgentRun<'_> {
             name: call.name.clone(),
             ok,
             duration: started.elapsed(),
+            parent_call_id: None,
         });
         state.tools_used.push(call.name.clone());
         match outcome {

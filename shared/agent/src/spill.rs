@@ -150,6 +150,11 @@ impl DynTool for SpillTool {
         Box::pin(async move {
             // Errors pass through: they are capped where they become the tool message (`error_result`).
             let value = self.inner.call_json(args, ctx).await?;
+            // A script's call: the result goes to the script, which filters it; its own output limits protect
+            // the context (reference 3.17).
+            if ctx.parent_call_id.is_some() {
+                return Ok(value);
+            }
             let text = match &value {
                 Value::String(text) => text.clone(),
                 other => other.to_string(),

@@ -39,6 +39,12 @@ pub struct ToolContext {
     /// The names of the tools the calling agent has, set by the agent loop; `None` outside a run. A wrapper that
     /// points the model at another tool (the output spill) names only tools it can really call.
     pub agent_tools: Option<Arc<[String]>>,
+    /// The call id of the `run_tools_script` call whose script made this call; `None` for a call the model made.
+    /// Such a result goes to the script, not the model, so it is never spilled.
+    pub parent_call_id: Option<String>,
+    /// How a tool that calls other tools (`run_tools_script`) runs them the way the loop runs a direct call; set
+    /// by the agent loop for every call.
+    pub nested: Option<crate::nested::NestedCalls>,
 }
 
 /// A failed call. `RespondToModel` goes back to the model as an error result and the turn continues; `Fatal`

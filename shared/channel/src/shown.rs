@@ -51,7 +51,7 @@ mod tests {
         shown.follow(&AgentEvent::StepStarted { step: 1 });
         shown.follow(&text(1, "Let me look "));
         shown.follow(&text(1, "that up."));
-        shown.follow(&AgentEvent::ToolStarted { call_id: "c".into(), name: "bash".into() });
+        shown.follow(&AgentEvent::ToolStarted { call_id: "c".into(), name: "bash".into(), parent_call_id: None });
         assert_eq!(shown.stopped_note(), STOPPED_HISTORY_NOTE, "the text before a tool call was not cut");
         shown.follow(&AgentEvent::StepStarted { step: 2 });
         shown.follow(&text(2, "The answer is "));

@@ -16,6 +16,7 @@ mod expand;
 mod keypath;
 mod layers;
 mod load;
+pub mod managed_agents;
 mod overrides;
 mod paths;
 mod places;

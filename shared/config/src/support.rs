@@ -93,10 +93,11 @@ pub const FEATURES: &[Feature] = &[
         implemented: false,
         gate: Gate::Keys { section: "orchestration.main_agent", keys: &["name"] },
     },
-    // The other keys of [orchestration.agent_management] only matter with reload or write.
+    // [orchestration.agent_management]: reload (reload_agents), write (create_agent, update_agent, delete_agent),
+    // directory, and the ceiling of managed definitions (tools_allow, mcp_servers, providers).
     Feature {
         what: "agent management (reload_agents, create_agent, update_agent) is",
-        implemented: false,
+        implemented: true,
         gate: Gate::Keys { section: "orchestration.agent_management", keys: &["reload", "write"] },
     },
     Feature {
@@ -145,15 +146,19 @@ pub const FEATURES: &[Feature] = &[
         implemented: false,
         gate: Gate::Switch { section: "tools.audio_transcription", default_on: false },
     },
+    // [tools.skills]: enabled (on unless `false`), paths, preload_catalog, native, native_disabled, write_path,
+    // install (install_skill).
     Feature {
         what: "skills (list_skills, activate_skill) are",
-        implemented: false,
+        implemented: true,
         gate: Gate::Switch { section: "tools.skills", default_on: true },
     },
     Feature { what: "RAG is", implemented: false, gate: Gate::Switch { section: "tools.rag", default_on: false } },
+    // [tools.codemode]: enabled, timeout_seconds, max_timeout_seconds, max_tool_calls, max_memory_mb,
+    // max_output_chars, exclude (crate minibot-codemode).
     Feature {
         what: "codemode (run_tools_script) is",
-        implemented: false,
+        implemented: true,
         gate: Gate::Switch { section: "tools.codemode", default_on: false },
     },
     Feature { what: "[tools.safety_classifier]", implemented: true, gate: Gate::Nothing },
@@ -192,10 +197,11 @@ pub const FEATURES: &[Feature] = &[
         implemented: false,
         gate: Gate::Keys { section: "tasks", keys: &["history"] },
     },
+    // [tasks] worker_extensions: "codemode" is built; the others are refused here.
     Feature {
-        what: "worker extensions are",
+        what: "worker extensions other than \"codemode\" are",
         implemented: false,
-        gate: Gate::Keys { section: "tasks", keys: &["worker_extensions"] },
+        gate: Gate::Custom(unbuilt_worker_extensions),
     },
     Feature {
         what: "SQL statement logging is",
@@ -465,6 +471,20 @@ fn telegram(settings: &Settings<'_>) -> Vec<Hit> {
         key: "channels.telegram.enabled".into(),
         setting: "[channels.telegram] enabled = true with a bot_token (enabled defaults to true)".into(),
         remedy: "set enabled = false or remove bot_token".into(),
+    }]
+}
+
+/// `[tasks] worker_extensions` naming an extension other than `codemode` (`kv_memory`, `rag`).
+fn unbuilt_worker_extensions(settings: &Settings<'_>) -> Vec<Hit> {
+    let key = "tasks.worker_extensions";
+    let extensions = &settings.config.tasks.worker_extensions;
+    if extensions.iter().all(|extension| extension == "codemode") {
+        return Vec::new();
+    }
+    vec![Hit {
+        key: key.into(),
+        setting: settings.setting(key),
+        remedy: "list only \"codemode\" (kv_memory and rag are not built for workers) or remove the key".into(),
     }]
 }
 

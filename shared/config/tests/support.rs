@@ -51,26 +51,10 @@ fn loads(text: &str) -> Config {
 }
 
 #[test]
-fn minibot_example_is_refused_exactly_for_what_is_not_built() {
+fn minibot_example_loads_with_what_it_turns_on() {
     let text = include_str!("fixtures/minibot-0.36-config.example.toml");
-    assert_eq!(refused(text), ["tools.skills.enabled"]);
-    let (file, result) = load(text);
-    let printed = result.err().unwrap().to_string();
-    let origin = file.path.display().to_string();
-    assert_eq!(
-        printed,
-        format!(
-            "{origin}: [tools.skills] enabled = true: skills (list_skills, activate_skill) are not supported by this \
-             version yet; set enabled = false or remove the section"
-        )
-    );
-}
-
-#[test]
-fn minibot_example_loads_once_the_unbuilt_features_are_off() {
-    let text = include_str!("fixtures/minibot-0.36-config.example.toml")
-        .replace("[tools.skills]\nenabled = true", "[tools.skills]\nenabled = false");
-    let config = loads(&text);
+    let config = loads(text);
+    assert_eq!(config.tools.skills.enabled, Some(true));
     // MiniBot writes empty strings for unset paths; they mean "not set", not "the config folder".
     assert_eq!(config.tools.python_exec.python_path, None);
     assert_eq!(config.tools.python_exec.artifacts_jail_shared_dir, None);
@@ -111,33 +95,16 @@ const SECTIONS: &[(&str, &str, &str)] = &[
         "[tools.kv_memory]\nenabled = true\nmax_limit = 5\npool_size = 2\n",
     ),
     ("[tools.rag]\nenabled = true\n", "tools.rag.enabled", "[tools.rag]\nenabled = false\nsearch_limit = 9\n"),
-    ("[tools.codemode]\nenabled = true\n", "tools.codemode.enabled", "[tools.codemode]\nenabled = false\n"),
     (
         "[tools.audio_transcription]\nenabled = true\n",
         "tools.audio_transcription.enabled",
         "[tools.audio_transcription]\nenabled = false\nmodel = \"large\"\n",
     ),
     (
-        "[tools.skills]\nenabled = true\n",
-        "tools.skills.enabled",
-        "[tools.skills]\nenabled = false\npaths = [\"./skills\"]\n",
-    ),
-    (
-        "[tools.skills]\npaths = [\"./skills\"]\n",
-        "tools.skills.paths",
-        "[tools.skills]\npaths = []\npreload_catalog = true\n",
-    ),
-    (
         "[tools.browser]\noutput_dir = \"./shots\"\n",
         "tools.browser.output_dir",
         "[tools.browser]\noutput_dir = \"./data/files/browser\"\n",
     ),
-    (
-        "[orchestration.agent_management]\nreload = true\n",
-        "orchestration.agent_management.reload",
-        "[orchestration.agent_management]\nreload = false\nwrite = false\ndirectory = \"./x\"\n",
-    ),
-    ("[orchestration.agent_management]\nwrite = true\n", "orchestration.agent_management.write", ""),
     (
         "[orchestration.main_agent]\nname = \"jarvis\"\n",
         "orchestration.main_agent.name",
@@ -209,6 +176,38 @@ fn each_unbuilt_feature_is_refused_when_on_and_quiet_when_off() {
 }
 
 #[test]
+fn codemode_is_built_for_the_main_agent_and_for_workers() {
+    let config = loads(
+        "[tools.codemode]\nenabled = true\ntimeout_seconds = 60\nmax_tool_calls = 9\nexclude = [\"mcp_mail__*\"]\n\
+         [tasks]\nworker_extensions = [\"codemode\"]\n",
+    );
+    assert!(config.tools.codemode.enabled);
+    assert_eq!(config.tasks.worker_extensions, ["codemode"]);
+    // The other worker extensions are not built: refused with one line that says what to write instead.
+    let text = "[tools.codemode]\nenabled = true\n[tools.rag]\nenabled = false\n[tasks]\n\
+                worker_extensions = [\"codemode\", \"kv_memory\"]\n[tools.kv_memory]\nenabled = true\n";
+    assert_eq!(refused(text), ["tasks.worker_extensions"]);
+    let (_file, result) = load(text);
+    let error = result.err().unwrap().to_string();
+    assert!(error.contains("worker extensions other than \"codemode\" are not supported"), "{error}");
+    assert!(error.contains("list only \"codemode\""), "{error}");
+}
+
+#[test]
+fn agent_management_is_built() {
+    let config = loads(
+        "[orchestration.agent_management]\nreload = true\nwrite = true\ndirectory = \"./managed\"\n\
+         tools_allow = [\"file*\"]\nmcp_servers = [\"web\"]\nproviders = [\"openai\"]\n",
+    );
+    let management = &config.orchestration.agent_management;
+    assert!(management.reload && management.write);
+    assert!(minibot_config::managed_agents::directory(&config).ends_with("managed"));
+    // It needs specialists, which need tasks.
+    let (_file, result) = load("[tasks]\nenabled = false\n[orchestration.agent_management]\nreload = true\n");
+    assert!(result.err().unwrap().to_string().contains("orchestration.agent_management"));
+}
+
+#[test]
 fn every_finding_is_reported_at_once() {
     let keys = refused(
         "[tools.kv_memory]\nenabled = true\n[tasks]\nworker_extensions = [\"kv_memory\"]\n\
@@ -219,14 +218,26 @@ fn every_finding_is_reported_at_once() {
 
 #[test]
 fn a_variable_that_turns_a_feature_on_is_refused_too() {
-    let file = write("[tools.skills]\nenabled = \"${MINIBOT_TEST_SKILLS_ON}\"\n");
+    let file = write("[tools.rag]\nenabled = \"${MINIBOT_TEST_RAG_ON}\"\n");
     let text = std::fs::read_to_string(&file.path).unwrap();
     let err = Config::from_toml(&text, "config.toml", "/srv", &|name| {
-        (name == "MINIBOT_TEST_SKILLS_ON").then(|| "true".to_string())
+        (name == "MINIBOT_TEST_RAG_ON").then(|| "true".to_string())
     })
     .expect_err("refused");
     assert_eq!(err.to_string().lines().count(), 1);
-    assert!(err.to_string().starts_with("config.toml: [tools.skills] enabled = true:"), "{err}");
+    assert!(err.to_string().starts_with("config.toml: [tools.rag] enabled = true:"), "{err}");
+}
+
+#[test]
+fn skills_are_built() {
+    let config = loads(
+        "[tools.skills]\nenabled = true\npaths = [\"./skills\", \"~/.claude/skills\"]\npreload_catalog = false\n\
+         native = false\nnative_disabled = [\"create-skill\"]\nwrite_path = \"./data/skills\"\ninstall = true\n",
+    );
+    let skills = &config.tools.skills;
+    assert_eq!((skills.enabled, skills.install, skills.preload_catalog), (Some(true), true, false));
+    assert_eq!(skills.paths, ["./skills", "~/.claude/skills"]);
+    loads("[tools.skills]\nenabled = false\npaths = [\"./skills\"]\n");
 }
 
 #[test]

@@ -85,11 +85,21 @@ pub struct TaskEnvelope {
     /// Worker labels the specialist requires (its `requires`); only workers offering all of them take it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requires: Vec<String>,
+    /// The whole definition file of a managed (model-authored) specialist, whose version is `agent_hash`. A
+    /// worker runs this text, not a file of its own, so it never runs a stale definition and can run one
+    /// created after it started; it refuses the task when the text's hash is not `agent_hash`. `None` for the
+    /// owner's specialists (workers read those from their agents folder) and the generic worker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_definition: Option<String>,
 }
 
 impl TaskEnvelope {
-    /// The route the task travels on: see [`route_for`].
+    /// The route the task travels on: see [`route_for`]. A task that carries its definition needs nothing of
+    /// the worker's folder, so it travels on the generic route that every worker takes.
     pub fn route(&self) -> String {
+        if self.agent_definition.is_some() {
+            return route_for(None);
+        }
         route_for(self.agent_name.as_deref())
     }
 
@@ -296,7 +306,22 @@ mod tests {
             max_attempts: 3,
             agent_hash: Some("0123456789abcdef".into()),
             requires: vec!["gpu".into()],
+            agent_definition: None,
         }
+    }
+
+    #[test]
+    fn a_carried_definition_travels_on_the_generic_route_and_older_messages_decode() {
+        let mut task = envelope();
+        assert_eq!(task.route(), "agent.researcher");
+        task.agent_definition = Some("---\nname: researcher\n---\nYou research.\n".into());
+        assert_eq!(task.route(), "");
+        assert_eq!(TaskEnvelope::decode(&task.encode().unwrap()).unwrap(), task);
+        // A message written before the field existed has no such key.
+        let plain = envelope();
+        let bytes = plain.encode().unwrap();
+        assert!(!String::from_utf8_lossy(&bytes).contains("agent_definition"), "skipped when absent");
+        assert_eq!(TaskEnvelope::decode(&bytes).unwrap().agent_definition, None);
     }
 
     #[test]

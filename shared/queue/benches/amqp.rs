@@ -59,6 +59,7 @@ fn task(id: String) -> TaskEnvelope {
         max_attempts: 3,
         agent_hash: None,
         requires: Vec::new(),
+        agent_definition: None,
     }
 }
 

@@ -20,6 +20,7 @@ macro_rules! tool_struct {
     };
 }
 
+pub mod agents;
 pub mod chat;
 pub mod docs;
 pub mod edit;
@@ -32,6 +33,7 @@ pub mod runtime;
 pub mod scheduler;
 pub mod search;
 mod services;
+pub mod skills;
 pub mod tasks;
 pub mod utility;
 
@@ -55,13 +57,15 @@ pub fn main_agent_tools(services: &ToolServices) -> ToolRegistry {
     scheduler::register(&mut registry, services);
     graph::register(&mut registry, services);
     docs::register(&mut registry, services);
+    skills::register(&mut registry, services, true);
     services.running.set_tools(registry.names(), Vec::new());
     with_spill(&registry, services)
 }
 
-/// The tool set of a generic task worker (a task without a named agent), MiniBot's list minus the tools that
-/// do not exist yet (`transcribe_audio`, `list_skills`, `activate_skill`): HTTP, managed files, grep, host
-/// execution, `apply_patch`, `get_settings` and the utility tools. Left out on purpose:
+/// The tool set of a generic task worker (a task without a named agent), MiniBot's list minus the tool that
+/// does not exist yet (`transcribe_audio`): HTTP, managed files, grep, host execution, `apply_patch`,
+/// `get_settings`, the utility tools and `list_skills` / `activate_skill` (never `install_skill`). Left out on
+/// purpose:
 /// - `send_file` and `self_insert_artifact`: a worker has no channel and no main-agent context to act on
 ///   their directives, so offering them would only produce results that claim a delivery that never happens;
 /// - chat history tools and `pre_response`: a worker has no conversation;
@@ -82,6 +86,7 @@ pub fn worker_generic_tools(services: &ToolServices) -> ToolRegistry {
         std::sync::Arc::clone(&services.running),
     )));
     utility::register(&mut registry, services);
+    skills::register(&mut registry, services, false);
     services.running.set_tools(registry.names(), Vec::new());
     with_spill(&registry, services)
 }

@@ -2,6 +2,7 @@
 
 mod approvals;
 mod hostile;
+mod managed;
 mod progress;
 
 use minibot_config::Config;
@@ -125,6 +126,7 @@ pub fn envelope(task_id: &str, prompt: &str, timeout_seconds: u64) -> TaskEnvelo
         max_attempts: 1,
         agent_hash: None,
         requires: Vec::new(),
+        agent_definition: None,
     }
 }
 

@@ -57,6 +57,7 @@ pub fn task(id: &str, max_attempts: u32) -> TaskEnvelope {
         max_attempts,
         agent_hash: None,
         requires: Vec::new(),
+        agent_definition: None,
     }
 }
 

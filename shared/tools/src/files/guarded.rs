@@ -49,8 +49,11 @@ impl ProtectedPaths {
         for (written, what) in folders.into_iter().filter(|(written, _)| !written.trim().is_empty()) {
             set = set.folder(&config.resolve_path(written), what);
         }
-        for written in config.tools.skills.paths.iter().filter(|p| !p.trim().is_empty()) {
-            set = set.folder(&config.resolve_path(written), "a skills folder of the assistant");
+        // Every folder skills are discovered in (the written `paths`, or the default project and user folders):
+        // a file the model put there would become instructions it is given later.
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        for root in minibot_skills::SkillSettings::from_config_in(config, cwd, home.as_deref()).roots {
+            set = set.folder(&root.path, "a skills folder of the assistant");
         }
         let files = [
             (&config.llm.system_prompt_file, "the assistant's system prompt file"),

@@ -164,3 +164,13 @@ fn a_managed_folder_holding_state_is_refused() {
     let fine = super::super::ManagedRoot::create(&real.join("data/files"), false).expect("root");
     assert_eq!(super::super::check_root(&config, Some(&fine)), Ok(()), "inside the data folder is fine");
 }
+
+#[test]
+fn the_default_skill_folders_are_guarded_when_no_paths_are_written() {
+    let (_dir, real) = real_dir();
+    let set = ProtectedPaths::from_config_in(&config(&real, "[tools.skills]\nwrite_path = \"installed\"\n"), &real);
+    for folder in ["installed", ".minibot/skills", ".agents/skills"] {
+        assert!(set.hit(&real.join(folder).join("mine/SKILL.md")).is_some(), "{folder} is not guarded");
+    }
+    assert!(set.hit(&real.join("notes/SKILL.md")).is_none(), "a folder skills are not read from");
+}

@@ -23,6 +23,8 @@ pub struct RunningFacts {
     pub mcp_servers: Vec<String>,
     /// Channels this process serves.
     pub channels: Vec<String>,
+    /// Tools reached only through `run_tools_script` (codemode replaces them as direct tools).
+    pub script_tools: Vec<String>,
 }
 
 impl Running {
@@ -30,6 +32,10 @@ impl Running {
         let mut facts = self.0.write().unwrap_or_else(|poisoned| poisoned.into_inner());
         facts.tools = tools;
         facts.mcp_servers = mcp_servers;
+    }
+
+    pub fn set_script_tools(&self, tools: Vec<String>) {
+        self.0.write().unwrap_or_else(|poisoned| poisoned.into_inner()).script_tools = tools;
     }
 
     pub fn set_channels(&self, channels: Vec<String>) {
@@ -75,6 +81,10 @@ impl GetSettings {
         let mut tools = Map::new();
         for name in &facts.tools {
             tools.insert(name.clone(), self.details(name).await);
+        }
+        let mut script_tools = Map::new();
+        for name in &facts.script_tools {
+            script_tools.insert(name.clone(), self.details(name).await);
         }
         let mut report = json!({
             "ok": true,
@@ -128,15 +138,19 @@ impl GetSettings {
                 "specialists_enabled": c.specialists_enabled(),
             },
         });
+        if !script_tools.is_empty() {
+            report["script_tools"] = Value::Object(script_tools);
+        }
+        let all_tools: Vec<&String> = facts.tools.iter().chain(&facts.script_tools).collect();
         let t = &c.tools;
-        if facts.tools.iter().any(|name| FILE_TOOLS.contains(&name.as_str())) {
+        if all_tools.iter().any(|name| FILE_TOOLS.contains(&name.as_str())) {
             report["file_storage"] = json!({
                 "root_dir": c.resolve_path(&t.file_storage.root_dir),
                 "mode": if t.file_storage.allow_outside_root { "yolo" } else { "confined" },
                 "max_write_bytes": t.file_storage.max_write_bytes.bytes(),
             });
         }
-        if facts.tools.iter().any(|name| name.starts_with("memory_")) {
+        if all_tools.iter().any(|name| name.starts_with("memory_")) {
             let kv = &t.kv_memory;
             report["kv_memory"] = json!({
                 "database": minibot_config::sqlite_path_from_url(&kv.sqlite_url).map(|p| c.resolve_path(&p)),
@@ -150,7 +164,7 @@ impl GetSettings {
         if c.tasks.enabled {
             report["tasks"] = json!({ "backend": c.tasks.backend.as_str() });
         }
-        if facts.tools.iter().any(|name| name == "schedule_prompt") {
+        if all_tools.iter().any(|name| *name == "schedule_prompt") {
             let s = &c.scheduler.prompts;
             report["scheduler"] = json!({
                 "database": minibot_config::sqlite_path_from_url(&s.sqlite_url).map(|p| c.resolve_path(&p)),
@@ -207,6 +221,38 @@ impl GetSettings {
             "http_request" => json!({ "timeout_seconds": t.http_client.timeout_seconds }),
             "grep" => json!({ "max_matches": t.grep.max_matches }),
             "apply_patch" => json!({ "workspace_root": self.config.resolve_path(&t.apply_patch.workspace_root) }),
+            "list_skills" | "activate_skill" => json!({
+                "write_path": self.config.resolve_path(&t.skills.write_path),
+                "paths": t.skills.paths.iter().map(|p| self.config.resolve_path(p)).collect::<Vec<_>>(),
+                "bundled_skills": t.skills.native,
+                "bundled_disabled": t.skills.native_disabled,
+                "catalog_in_prompt": t.skills.preload_catalog,
+            }),
+            "install_skill" => json!({
+                "write_path": self.config.resolve_path(&t.skills.write_path),
+                "lock_file": self.config.resolve_path(&t.skills.write_path).join("skills-lock.json"),
+                "requires_expected_hash": true,
+            }),
+            "run_tools_script" => {
+                let m = &t.codemode;
+                json!({
+                    "timeout_seconds": m.timeout_seconds,
+                    "max_timeout_seconds": m.max_timeout_seconds,
+                    "max_tool_calls": m.max_tool_calls,
+                    "max_memory_mb": m.max_memory_mb,
+                    "max_output_chars": m.max_output_chars,
+                    "exclude": m.exclude,
+                })
+            }
+            "reload_agents" | "create_agent" | "update_agent" | "delete_agent" => {
+                let m = &self.config.orchestration.agent_management;
+                json!({
+                    "directory": self.config.resolve_path(&m.directory),
+                    "tools_allow": m.tools_allow,
+                    "mcp_servers": m.mcp_servers,
+                    "providers": m.providers,
+                })
+            }
             _ => json!({}),
         }
     }

@@ -12,6 +12,7 @@ mod paths;
 mod providers;
 mod sandbox;
 mod settings;
+mod skills;
 mod spill;
 mod tasks;
 mod walks;

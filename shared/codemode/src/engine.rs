@@ -1,0 +1,328 @@
+//! The script's own thread: runs Monty from suspension to suspension. Name lookups, the helpers and refused OS
+//! calls are answered here; a tool call is handed to the async side ([`crate::host`]) and the script goes on
+//! with a pending future, so calls the script gathers run at the same time.
+//!
+//! The interpreter runs on a thread of its own because a script can compute for as long as its time limit
+//! allows, which must not hold up the async runtime; and because its memory is counted per thread
+//! ([`crate::alloc`]).
+
+use crate::alloc::Metered;
+use crate::catalog::Catalog;
+use crate::clock::ScriptClock;
+use crate::convert::{to_argument, to_python, to_result};
+use crate::output::{Printed, cut};
+use crate::protocol::{CallOutcome, Ending, Failure, FailureCode, Reply, Request, TOOL_CALL_LIMIT};
+use minibot_agent::{APPROVAL_DENIED_CODE, ToolError};
+use monty::{FunctionCall, MontyRun, NameLookup, ResolveFutures, RunProgress};
+use monty_types::{
+    CompileOptions, DictPairs, ExcType, ExtFunctionResult, MontyClassInstance, MontyClassType, MontyException,
+    MontyObject, MontyUuid, NameLookupResult, PrintWriter, ResourceLimits, ResourceTracker,
+};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::mpsc::Receiver;
+use std::time::Duration;
+use tokio::sync::mpsc::UnboundedSender;
+
+/// How a reference to a tool that was read without being called (`f = tools.x`) is named; calling it names it.
+const TOOL_PREFIX: &str = "tools.";
+/// What an OS call (a file, the environment, the clock) is answered with.
+const NO_OS: &str = "scripts have no file system, network, environment or clock of their own; use the tools";
+/// The longest error text (a traceback) a failed script reports.
+const MAX_ERROR_CHARS: usize = 4_000;
+
+/// One script to run, and its limits.
+pub struct Script {
+    pub code: String,
+    pub catalog: Arc<Catalog>,
+    pub clock: Arc<ScriptClock>,
+    pub max_tool_calls: u32,
+    pub max_memory: usize,
+    pub max_output_chars: usize,
+}
+
+/// Runs `script` to its end and reports it with [`Request::Finished`].
+pub fn run(script: Script, requests: UnboundedSender<Request>, replies: Receiver<Reply>) {
+    let (_metered, _enforced) = Metered::start();
+    let mut printed = Printed::new(script.max_output_chars);
+    let mut session = Session { script: &script, requests: &requests, replies, state: State::default() };
+    let result = session.execute(&mut printed);
+    let State { tool_errors, unknown, .. } = session.state;
+    let output = printed.finish();
+    let _ = requests.send(Request::Finished(Ending { output, result, tool_errors, unknown }));
+}
+
+#[derive(Default)]
+struct State {
+    calls: u32,
+    /// The tool name of each call in flight, by Monty's call id.
+    in_flight: HashMap<u32, String>,
+    /// Outcomes received but not yet handed to the script (Monty takes only those it waits for).
+    done: HashMap<u32, CallOutcome>,
+    tool_errors: Vec<(String, String)>,
+    unknown: Vec<String>,
+    /// Denial messages handed to the script as `PermissionError`.
+    denials: Vec<String>,
+    /// The host said the time is up.
+    timed_out: bool,
+}
+
+struct Session<'a> {
+    script: &'a Script,
+    requests: &'a UnboundedSender<Request>,
+    replies: Receiver<Reply>,
+    state: State,
+}
+
+impl Session<'_> {
+    fn execute(&mut self, printed: &mut Printed) -> Result<serde_json::Value, Failure> {
+        let runner =
+            MontyRun::new(self.script.code.clone(), "script.py", vec!["tools".into()], CompileOptions::default())
+                .map_err(|exc| Failure { code: FailureCode::Syntax, error: shorten(&exc.to_string()) })?;
+        let limits = ResourceLimits::default()
+            .max_duration(self.script.clock.remaining().max(Duration::from_millis(1)))
+            .max_memory(self.script.max_memory);
+        let mut progress =
+            runner.start(vec![tools_object()], ResourceTracker::new(limits), PrintWriter::Callback(printed));
+        loop {
+            let step = match progress {
+                Ok(step) => step,
+                Err(exc) => return Err(self.failure(exc)),
+            };
+            progress = match step {
+                RunProgress::Complete(value) => return Ok(to_result(value)),
+                RunProgress::NameLookup(lookup) => self.lookup(lookup, printed),
+                RunProgress::FunctionCall(call) => self.function_call(call, printed),
+                RunProgress::OsCall(call) => call.resume(
+                    MontyException::new(ExcType::PermissionError, Some(NO_OS.into())),
+                    PrintWriter::Callback(printed),
+                ),
+                RunProgress::ResolveFutures(waiting) => self.resolve(waiting, printed),
+            };
+        }
+    }
+
+    /// `tools.x` read without a call, or a global name the script did not define.
+    fn lookup(&mut self, lookup: NameLookup, printed: &mut Printed) -> Result<RunProgress, MontyException> {
+        let name = lookup.name.clone();
+        let answer = if lookup.object_id().is_some() {
+            match self.script.catalog.find(&name) {
+                Some(entry) => NameLookupResult::Value(MontyObject::Function {
+                    name: format!("{TOOL_PREFIX}{}", entry.ident),
+                    docstring: Some(entry.summary()),
+                }),
+                None => {
+                    self.state.unknown.push(name);
+                    NameLookupResult::Undefined
+                }
+            }
+        } else if crate::helpers::HELPERS.contains(&name.as_str()) {
+            NameLookupResult::Value(MontyObject::Function { name, docstring: None })
+        } else {
+            self.note_bare_tool(&name);
+            NameLookupResult::Undefined
+        };
+        lookup.resume(answer, PrintWriter::Callback(printed))
+    }
+
+    fn function_call(&mut self, mut call: FunctionCall, printed: &mut Printed) -> Result<RunProgress, MontyException> {
+        // The interpreter's own clock counts only its computing; this gives it what is left of the script's time,
+        // tool calls included, so a loop after a long call still ends in time.
+        call.tracker_mut().set_max_duration(self.script.clock.remaining().max(Duration::from_millis(1)));
+        let tool = match (&call.object_id, call.function_name.strip_prefix(TOOL_PREFIX)) {
+            (Some(_), _) => Some(call.function_name.clone()),
+            (None, Some(ident)) => Some(ident.to_string()),
+            (None, None) => None,
+        };
+        if let Some(ident) = tool {
+            return self.tool_call(call, &ident, printed);
+        }
+        let args = std::mem::take(&mut call.args);
+        let kwargs = std::mem::take(&mut call.kwargs);
+        match crate::helpers::call(&self.script.catalog, &call.function_name, args, kwargs) {
+            Some(Ok(value)) => call.resume(value, PrintWriter::Callback(printed)),
+            Some(Err(exc)) => call.resume(exc, PrintWriter::Callback(printed)),
+            None => {
+                self.note_bare_tool(&call.function_name);
+                let name = call.function_name.clone();
+                call.resume(ExtFunctionResult::NotFound(name), PrintWriter::Callback(printed))
+            }
+        }
+    }
+
+    fn tool_call(
+        &mut self,
+        mut call: FunctionCall,
+        ident: &str,
+        printed: &mut Printed,
+    ) -> Result<RunProgress, MontyException> {
+        let catalog = Arc::clone(&self.script.catalog);
+        let Some(index) = catalog.entries().iter().position(|entry| entry.ident == ident) else {
+            self.state.unknown.push(ident.to_string());
+            let message = format!("'tools' has no tool '{ident}'; list_tools() lists the tools a script can call");
+            return call
+                .resume(MontyException::new(ExcType::AttributeError, Some(message)), PrintWriter::Callback(printed));
+        };
+        let entry = &catalog.entries()[index];
+        if !call.args.is_empty() {
+            let message = format!("tools.{ident}() takes keyword arguments only: tools.{}", entry.signature);
+            return call.resume(value_error(message), PrintWriter::Callback(printed));
+        }
+        let mut args = serde_json::Map::new();
+        for (key, value) in std::mem::take(&mut call.kwargs) {
+            let MontyObject::String(key) = key else {
+                return call.resume(
+                    value_error(format!("tools.{ident}(): keywords must be strings")),
+                    PrintWriter::Callback(printed),
+                );
+            };
+            match to_argument(value) {
+                Ok(value) => {
+                    args.insert(key, value);
+                }
+                Err(what) => {
+                    let message = format!("tools.{ident}(): `{key}` is {what}, which a tool cannot take");
+                    return call.resume(value_error(message), PrintWriter::Callback(printed));
+                }
+            }
+        }
+        self.state.calls += 1;
+        if self.state.calls > self.script.max_tool_calls {
+            self.state.tool_errors.push((entry.name().to_string(), TOOL_CALL_LIMIT.into()));
+            tracing::warn!(tool = %entry.name(), error_code = TOOL_CALL_LIMIT, "codemode: nested tool call refused");
+            let message = format!(
+                "{TOOL_CALL_LIMIT}: this script already made {} tool calls, the most one script may make",
+                self.script.max_tool_calls
+            );
+            return call.resume(value_error(message), PrintWriter::Callback(printed));
+        }
+        let start = Request::Start { id: call.call_id, entry: index, args: serde_json::Value::Object(args) };
+        if self.requests.send(start).is_err() {
+            return call.abort(stopped(), PrintWriter::Callback(printed));
+        }
+        self.state.in_flight.insert(call.call_id, entry.name().to_string());
+        call.resume_pending(PrintWriter::Callback(printed))
+    }
+
+    /// Every task waits on tool calls: hands it the outcomes it waits for, waiting for the host when none is in.
+    fn resolve(&mut self, waiting: ResolveFutures, printed: &mut Printed) -> Result<RunProgress, MontyException> {
+        loop {
+            let ready: Vec<u32> =
+                waiting.pending_call_ids().iter().copied().filter(|id| self.state.done.contains_key(id)).collect();
+            if !ready.is_empty() {
+                let results = ready
+                    .into_iter()
+                    .filter_map(|id| self.state.done.remove(&id).map(|outcome| (id, self.deliver(id, outcome))))
+                    .collect();
+                return waiting.resume(results, PrintWriter::Callback(printed));
+            }
+            if self.requests.send(Request::Wait).is_err() {
+                return waiting.abort(stopped(), PrintWriter::Callback(printed));
+            }
+            match self.replies.recv() {
+                Ok(Reply::Resolved(outcomes)) => self.state.done.extend(outcomes),
+                Ok(Reply::Idle) => {
+                    let message = "the script waits for a call that is not running".to_string();
+                    return waiting.abort(
+                        MontyException::new(ExcType::RuntimeError, Some(message)),
+                        PrintWriter::Callback(printed),
+                    );
+                }
+                Ok(Reply::Timeout) | Err(_) => {
+                    self.state.timed_out = true;
+                    return waiting.abort(stopped(), PrintWriter::Callback(printed));
+                }
+            }
+        }
+    }
+
+    /// A call's outcome as the script receives it: the result, or the exception its failure raises.
+    fn deliver(&mut self, id: u32, outcome: CallOutcome) -> ExtFunctionResult {
+        let tool = self.state.in_flight.remove(&id).unwrap_or_default();
+        match outcome {
+            Ok(value) => ExtFunctionResult::Return(to_python(value)),
+            Err(error) => {
+                let (code, message) = match error {
+                    ToolError::RespondToModel { code, message } => (code, message),
+                    ToolError::Fatal(message) => ("tool_execution_failed".to_string(), message),
+                };
+                tracing::warn!(tool = %tool, error_code = %code, "codemode: nested tool call failed");
+                let exc_type = match code.as_str() {
+                    "invalid_arguments" => ExcType::ValueError,
+                    APPROVAL_DENIED_CODE => {
+                        self.state.denials.push(message.clone());
+                        ExcType::PermissionError
+                    }
+                    _ => ExcType::RuntimeError,
+                };
+                let text = if exc_type == ExcType::PermissionError {
+                    message
+                } else {
+                    format!("{tool} failed ({code}): {message}")
+                };
+                self.state.tool_errors.push((tool, code));
+                ExtFunctionResult::Error(MontyException::new(exc_type, Some(text)))
+            }
+        }
+    }
+
+    /// Remembers a bare call of a tool's name (`bash(...)` for `tools.bash(...)`) for the hint.
+    fn note_bare_tool(&mut self, name: &str) {
+        if self.script.catalog.find(name).is_some() {
+            self.state.unknown.push(name.to_string());
+        }
+    }
+
+    fn failure(&self, exc: MontyException) -> Failure {
+        let message = exc.message().unwrap_or_default();
+        let code = match exc.exc_type() {
+            ExcType::TimeoutError if self.state.timed_out || message.starts_with("time limit exceeded") => {
+                FailureCode::Timeout
+            }
+            ExcType::MemoryError if message.starts_with("memory limit exceeded") => FailureCode::Memory,
+            ExcType::PermissionError if self.state.denials.iter().any(|denial| denial == message) => {
+                return Failure { code: FailureCode::Denied, error: message.to_string() };
+            }
+            _ => FailureCode::Script,
+        };
+        let error = match code {
+            FailureCode::Timeout => format!(
+                "the script ran out of time ({} s, tool calls included); calls still running were cancelled",
+                self.script.clock.budget().as_secs_f64()
+            ),
+            FailureCode::Memory => {
+                format!("the script used more than its {} MiB of memory", self.script.max_memory / (1024 * 1024))
+            }
+            _ => shorten(&exc.to_string()),
+        };
+        Failure { code, error }
+    }
+}
+
+/// The `tools` object: a host instance, so `tools.x(...)` comes to the host as a method call named `x`.
+fn tools_object() -> MontyObject {
+    MontyObject::ClassInstance(Box::new(MontyClassInstance {
+        class_type: MontyClassType {
+            name: "Tools".into(),
+            id: MontyUuid::from_u128(0x6d69_6e69_626f_7400_0000_0000_0000_0001),
+            host_defined: true,
+            is_dataclass: false,
+            attrs: DictPairs::default(),
+        },
+        instance_id: MontyUuid::from_u128(0x6d69_6e69_626f_7400_0000_0000_0000_0002),
+        attrs: DictPairs::default(),
+    }))
+}
+
+fn value_error(message: String) -> MontyException {
+    MontyException::new(ExcType::ValueError, Some(message))
+}
+
+/// Ends the script where it waits: the time is up, or nobody waits for its answer any more.
+fn stopped() -> MontyException {
+    MontyException::new(ExcType::TimeoutError, Some("codemode:timeout".into()))
+}
+
+fn shorten(text: &str) -> String {
+    cut(text, MAX_ERROR_CHARS).unwrap_or_else(|| text.to_string())
+}

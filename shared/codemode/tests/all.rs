@@ -1,0 +1,10 @@
+//! run_tools_script end to end: a scripted model calls it through the real agent loop, over real tools (bash in
+//! its sandbox, wait, current_datetime, a real MCP server).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+// Scripts' memory is counted only with the allocator installed, as the binaries install it.
+#[global_allocator]
+static ALLOC: minibot_codemode::ScriptAllocator = minibot_codemode::ScriptAllocator;
+
+mod suite;
