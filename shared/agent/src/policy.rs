@@ -53,9 +53,11 @@ pub enum ToolPolicy {
 impl ToolPolicy {
     /// From allow and deny lists; at most one may be non-empty (config validation says which key).
     pub fn from_lists<S: AsRef<str>>(allow: &[S], deny: &[S]) -> Result<Self, PatternError> {
+        let allow_written = !allow.is_empty();
         let allow = Patterns::new(allow)?;
         let deny = Patterns::new(deny)?;
-        Ok(if !allow.is_empty() {
+        // An allow list of blank entries allows nothing: it must never widen to every tool.
+        Ok(if allow_written {
             Self::Allow(allow)
         } else if !deny.is_empty() {
             Self::Deny(deny)
@@ -88,5 +90,12 @@ mod tests {
         let deny = ToolPolicy::from_lists(&[] as &[&str], &["mcp_*"]).expect("valid");
         assert!(!deny.permits("mcp_files__read"));
         assert!(deny.permits("bash"));
+    }
+
+    #[test]
+    fn an_allow_list_of_blank_entries_allows_nothing() {
+        let policy = ToolPolicy::from_lists(&["", "  "], &[]).expect("valid");
+        assert!(!policy.permits("bash"));
+        assert!(!policy.permits("write_file"));
     }
 }

@@ -47,9 +47,26 @@ pub fn run(script: Script, requests: UnboundedSender<Request>, replies: Receiver
     let mut printed = Printed::new(script.max_output_chars);
     let mut session = Session { script: &script, requests: &requests, replies, state: State::default() };
     let result = session.execute(&mut printed);
-    let State { tool_errors, unknown, .. } = session.state;
+    let State { tool_errors, tool_errors_omitted, unknown, .. } = session.state;
     let output = printed.finish();
-    let _ = requests.send(Request::Finished(Ending { output, result, tool_errors, unknown }));
+    let _ = requests.send(Request::Finished(Ending { output, result, tool_errors, tool_errors_omitted, unknown }));
+}
+
+/// Failed nested calls listed in the result and logged, at most: a script looping on a refused call must not
+/// flood the model's context or rotate the logs away.
+const MAX_TOOL_ERRORS: usize = 20;
+
+impl State {
+    /// Notes a failed nested call; `true` when it is listed (and may be logged).
+    fn note_error(&mut self, tool: String, code: String) -> bool {
+        if self.tool_errors.len() < MAX_TOOL_ERRORS {
+            self.tool_errors.push((tool, code));
+            true
+        } else {
+            self.tool_errors_omitted += 1;
+            false
+        }
+    }
 }
 
 #[derive(Default)]
@@ -60,6 +77,8 @@ struct State {
     /// Outcomes received but not yet handed to the script (Monty takes only those it waits for).
     done: HashMap<u32, CallOutcome>,
     tool_errors: Vec<(String, String)>,
+    /// Failed nested calls past [`MAX_TOOL_ERRORS`]: counted, neither listed nor logged.
+    tool_errors_omitted: usize,
     unknown: Vec<String>,
     /// Denial messages handed to the script as `PermissionError`.
     denials: Vec<String>,
@@ -112,7 +131,9 @@ impl Session<'_> {
                     docstring: Some(entry.summary()),
                 }),
                 None => {
-                    self.state.unknown.push(name);
+                    if self.state.unknown.len() < MAX_TOOL_ERRORS {
+                        self.state.unknown.push(name);
+                    }
                     NameLookupResult::Undefined
                 }
             }
@@ -158,7 +179,9 @@ impl Session<'_> {
     ) -> Result<RunProgress, MontyException> {
         let catalog = Arc::clone(&self.script.catalog);
         let Some(index) = catalog.entries().iter().position(|entry| entry.ident == ident) else {
-            self.state.unknown.push(ident.to_string());
+            if self.state.unknown.len() < MAX_TOOL_ERRORS {
+                self.state.unknown.push(ident.to_string());
+            }
             let message = format!("'tools' has no tool '{ident}'; list_tools() lists the tools a script can call");
             return call
                 .resume(MontyException::new(ExcType::AttributeError, Some(message)), PrintWriter::Callback(printed));
@@ -188,8 +211,9 @@ impl Session<'_> {
         }
         self.state.calls += 1;
         if self.state.calls > self.script.max_tool_calls {
-            self.state.tool_errors.push((entry.name().to_string(), TOOL_CALL_LIMIT.into()));
-            tracing::warn!(tool = %entry.name(), error_code = TOOL_CALL_LIMIT, "codemode: nested tool call refused");
+            if self.state.note_error(entry.name().to_string(), TOOL_CALL_LIMIT.into()) {
+                tracing::warn!(tool = %entry.name(), error_code = TOOL_CALL_LIMIT, "codemode: nested tool call refused");
+            }
             let message = format!(
                 "{TOOL_CALL_LIMIT}: this script already made {} tool calls, the most one script may make",
                 self.script.max_tool_calls
@@ -246,7 +270,6 @@ impl Session<'_> {
                     ToolError::RespondToModel { code, message } => (code, message),
                     ToolError::Fatal(message) => ("tool_execution_failed".to_string(), message),
                 };
-                tracing::warn!(tool = %tool, error_code = %code, "codemode: nested tool call failed");
                 let exc_type = match code.as_str() {
                     "invalid_arguments" => ExcType::ValueError,
                     APPROVAL_DENIED_CODE => {
@@ -260,7 +283,9 @@ impl Session<'_> {
                 } else {
                     format!("{tool} failed ({code}): {message}")
                 };
-                self.state.tool_errors.push((tool, code));
+                if self.state.note_error(tool.clone(), code.clone()) {
+                    tracing::warn!(tool = %tool, error_code = %code, "codemode: nested tool call failed");
+                }
                 ExtFunctionResult::Error(MontyException::new(exc_type, Some(text)))
             }
         }
@@ -268,7 +293,7 @@ impl Session<'_> {
 
     /// Remembers a bare call of a tool's name (`bash(...)` for `tools.bash(...)`) for the hint.
     fn note_bare_tool(&mut self, name: &str) {
-        if self.script.catalog.find(name).is_some() {
+        if self.script.catalog.find(name).is_some() && self.state.unknown.len() < MAX_TOOL_ERRORS {
             self.state.unknown.push(name.to_string());
         }
     }

@@ -31,6 +31,8 @@ pub struct Ending {
     pub result: Result<Value, Failure>,
     /// Nested calls that raised: tool name and error code.
     pub tool_errors: Vec<(String, String)>,
+    /// Failed nested calls beyond those listed.
+    pub tool_errors_omitted: usize,
     /// Tool names the script used that it cannot call, for the hint.
     pub unknown: Vec<String>,
 }

@@ -190,6 +190,9 @@ fn answer(ending: Option<Ending>, max_output_chars: usize) -> ToolResult {
         out["tool_errors"] =
             ending.tool_errors.iter().map(|(tool, code)| json!({ "tool": tool, "error_code": code })).collect();
     }
+    if ending.tool_errors_omitted > 0 {
+        out["tool_errors_omitted"] = json!(ending.tool_errors_omitted);
+    }
     if failure.code == FailureCode::Script
         && let Some(name) = ending.unknown.first()
     {

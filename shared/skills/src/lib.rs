@@ -5,6 +5,7 @@
 //!   to hide; [`SkillRegistry`] holds the skills found there plus the [`bundled`] ones, re-read when a
 //!   `SKILL.md` changes, ranks them for `list_skills` ([`rank`]) and writes the system prompt's catalog
 //!   ([`SkillRegistry::catalog_prompt`], or [`catalog_prompt`] straight from a config).
+//! - [`line`] holds names and descriptions to one line of the catalog, whoever wrote them.
 //! - [`frontmatter`] is the `SKILL.md` parser, MiniBot's minimal one rather than YAML.
 //! - [`install`] previews and installs published skills from GitHub, an archive URL or a local path.
 //!
@@ -20,6 +21,7 @@
 pub mod bundled;
 pub mod frontmatter;
 pub mod install;
+pub mod line;
 pub mod rank;
 mod registry;
 mod settings;

@@ -7,6 +7,7 @@
 
 use crate::bundled::{BUNDLED, BUNDLED_PREFIX};
 use crate::frontmatter::parse_skill_md;
+use crate::line::{CATALOG_DESCRIPTION_CHARS, CATALOG_NAME_CHARS, one_line};
 use crate::rank::{self, Ranked};
 use crate::settings::{Root, SkillSettings, SkillSource};
 use std::path::{Path, PathBuf};
@@ -139,7 +140,8 @@ impl SkillRegistry {
     }
 
     /// The system prompt's skill catalog: one `- name: description` line per skill, by name, under a line
-    /// telling the model to activate them. `None` when skills are off, `preload_catalog` is off, or there is
+    /// telling the model to activate them. Each entry is held to one line ([`one_line`]): names to
+    /// [`CATALOG_NAME_CHARS`], descriptions to [`CATALOG_DESCRIPTION_CHARS`]. `None` when skills are off, `preload_catalog` is off, or there is
     /// no skill.
     pub fn catalog_prompt(&self) -> Option<String> {
         if !self.settings.enabled || !self.settings.preload_catalog {
@@ -154,17 +156,18 @@ impl SkillRegistry {
         let mut lines =
             vec!["Available skills (call activate_skill with the exact skill name to load full instructions):".into()];
         for skill in sorted {
-            lines.push(format!("- {}: {}", skill.name, describe(&skill.description)));
+            lines.push(format!("- {}: {}", one_line(&skill.name, CATALOG_NAME_CHARS), describe(&skill.description)));
         }
         Some(lines.join("\n"))
     }
 }
 
-/// A description as listed: trimmed, or a placeholder when there is none.
-pub fn describe(description: &str) -> &str {
-    match description.trim() {
-        "" => "No description provided.",
-        trimmed => trimmed,
+/// A description as listed: on one line, at most [`CATALOG_DESCRIPTION_CHARS`] characters (see [`one_line`]),
+/// or a placeholder when there is none.
+pub fn describe(description: &str) -> String {
+    match one_line(description, CATALOG_DESCRIPTION_CHARS) {
+        line if line.is_empty() => "No description provided.".into(),
+        line => line,
     }
 }
 

@@ -113,3 +113,16 @@ async fn failed_nested_calls_are_listed() {
     assert_eq!(failed(&turn), "codemode:script_error");
     assert_eq!(turn.result["tool_errors"], json!([{"tool": "bash", "error_code": "invalid_cwd"}]));
 }
+
+/// Red-team report (#26): 200,000 refused calls once made a 15 MB `tool_errors` list for the model and as many
+/// warning lines, rotating the logs away.
+#[tokio::test]
+async fn a_loop_of_refused_calls_lists_twenty_and_counts_the_rest() {
+    let env = Env::new("[tools.codemode]\nenabled = true\nmax_tool_calls = 1\n");
+    let code = "for i in range(500):\n    try:\n        await tools.wait(milliseconds=1)\n    except ValueError:\n        \
+                pass\nraise KeyError('end')";
+    let turn = run(&env, code).await;
+    assert_eq!(failed(&turn), "codemode:script_error");
+    assert_eq!(turn.result["tool_errors"].as_array().unwrap().len(), 20, "{}", turn.result);
+    assert_eq!(turn.result["tool_errors_omitted"], 479, "{}", turn.result);
+}

@@ -17,6 +17,9 @@ pub const MANAGEMENT_TOOLS: &[&str] = &["reload_agents", "create_agent", "update
 pub const RESERVED_DELEGATION_TOOLS: &[&str] =
     &["spawn_task", "delegate", "cancel_task", "list_tasks", "get_task", "message_task", "fetch_agent_info"];
 
+/// The longest description a managed definition may have (MiniBot warns past it).
+const MAX_DESCRIPTION_CHARS: usize = 1000;
+
 /// Every way `agent` exceeds the ceiling, all at once.
 pub fn check_ceiling(config: &Config, agent: &AgentDefinition) -> Result<(), ManagedError> {
     let ceiling = &config.orchestration.agent_management;
@@ -30,7 +33,7 @@ pub fn check_ceiling(config: &Config, agent: &AgentDefinition) -> Result<(), Man
     }
     let (patterns, bad_patterns) = compile(&ceiling.tools_allow);
     problems.extend(bad_patterns);
-    for tool in agent.tools_allow.iter().map(|t| t.trim()).filter(|t| !t.is_empty()) {
+    for tool in agent.tools_allow.iter().map(|t| t.trim()) {
         if let Some(problem) = tool_problem(config, tool, &patterns) {
             problems.push(problem);
         }
@@ -47,6 +50,13 @@ pub fn check_ceiling(config: &Config, agent: &AgentDefinition) -> Result<(), Man
         && let Err(ManagedError::Ceiling(mut why)) = check_override_provider(config, provider)
     {
         problems.append(&mut why);
+    }
+    // The description goes into the main agent's system prompt, on one line of the roster.
+    if agent.description.chars().count() > MAX_DESCRIPTION_CHARS {
+        problems.push(format!("the description is longer than {MAX_DESCRIPTION_CHARS} characters"));
+    }
+    if agent.description.chars().any(char::is_control) {
+        problems.push("the description must be one line, without control characters".to_string());
     }
     if !agent.requires.is_empty() {
         problems.push(
@@ -72,8 +82,15 @@ pub fn check_override_provider(config: &Config, provider: &str) -> Result<(), Ma
 }
 
 fn tool_problem(config: &Config, tool: &str, ceiling: &[globset::GlobMatcher]) -> Option<String> {
-    if tool.contains(['*', '?', '[']) {
+    // An empty entry would leave a policy with no pattern, and `{a,b}` is an alternation: only plain names pass.
+    if tool.is_empty() {
+        return Some("an empty `tools_allow` entry; list exact tool names".to_string());
+    }
+    if tool.contains(['*', '?', '[', ']', '{', '}', '!']) {
         return Some(format!("`{tool}` is a pattern; a managed definition lists exact tool names"));
+    }
+    if !tool.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')) {
+        return Some(format!("`{tool}` is not a tool name; a managed definition lists exact tool names"));
     }
     if is_mcp_name(&config.tools.mcp.name_prefix, tool) {
         return Some(format!("`{tool}` is an MCP tool; claim its server through `mcp_servers` instead"));

@@ -198,3 +198,18 @@ fn the_managed_folder_may_not_overlap_the_owners() {
         assert!(err.contains("must not overlap"), "{written}: {err}");
     }
 }
+
+/// Red-team report (#26): a blank `tools_allow` entry once left the worker a policy with no pattern (every
+/// tool), and `{bash,file_info}` slipped past a `*file*` ceiling as a glob alternation.
+#[test]
+fn blank_entries_alternations_and_long_descriptions_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), "tools_allow = [\"*file*\"]\n");
+    for entry in ["\"\"", "\"   \"", "", "\"{bash,python_execute,file_info}\"", "\"file_info,bash\""] {
+        let text = definition("notes", &format!("tools_allow:\n  - {entry}\n"));
+        let found = problems(prepare(&config, "notes", &text, &[]));
+        assert!(!found.is_empty(), "{entry} passed");
+    }
+    let long = format!("---\nname: notes\ndescription: {}\n---\nYou write notes.\n", "x".repeat(1001));
+    assert!(problems(prepare(&config, "notes", &long, &[]))[0].contains("longer than 1000"));
+}

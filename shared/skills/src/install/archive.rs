@@ -8,8 +8,9 @@
 //! gigabytes stops at the cap.
 
 use super::InstallError;
-use super::tree::{MAX_BYTES, MAX_FILES, Tree, clean_name, too_big};
+use super::tree::{MAX_BYTES, MAX_FILES, MAX_PATH_BYTES, Tree, clean_name, too_big};
 use std::cell::Cell;
+use std::fs::File;
 use std::io::{Cursor, Read};
 use std::path::Path;
 use std::rc::Rc;
@@ -112,7 +113,14 @@ fn read_tar_entries<R: Read>(archive: &mut tar::Archive<R>) -> Result<Tree, Inst
         if entries > MAX_ENTRIES {
             return Err(too_many());
         }
-        let raw = String::from_utf8(entry.path_bytes().into_owned())
+        let bytes = entry.path_bytes();
+        if bytes.len() > MAX_PATH_BYTES {
+            return Err(InstallError::Refused(format!(
+                "an entry name is {} bytes long; names are limited to {MAX_PATH_BYTES} bytes",
+                bytes.len()
+            )));
+        }
+        let raw = String::from_utf8(bytes.into_owned())
             .map_err(|_| InstallError::Refused("an entry name is not UTF-8".into()))?;
         use tar::EntryType;
         match entry.header().entry_type() {
@@ -135,15 +143,15 @@ fn read_tar_entries<R: Read>(archive: &mut tar::Archive<R>) -> Result<Tree, Inst
     Ok(tree)
 }
 
-/// Reads a folder on this machine; links and special files refuse it, as in an archive. Tooling folders
-/// (`.git`, `node_modules`) are not read.
+/// Reads a folder on this machine; links and special files refuse it, as in an archive, and names are held to
+/// the same rules ([`clean_name`]). Tooling folders (`.git`, `node_modules`) are not read.
 pub fn read_folder(root: &Path) -> Result<Tree, InstallError> {
     let mut tree = Tree::default();
-    walk(root, root, &mut tree)?;
+    walk(root, "", &mut tree)?;
     Ok(tree)
 }
 
-fn walk(root: &Path, dir: &Path, tree: &mut Tree) -> Result<(), InstallError> {
+fn walk(dir: &Path, relative_dir: &str, tree: &mut Tree) -> Result<(), InstallError> {
     let unreadable =
         |path: &Path, e: std::io::Error| InstallError::Refused(format!("cannot read {}: {e}", path.display()));
     let mut entries: Vec<_> = std::fs::read_dir(dir)
@@ -154,13 +162,19 @@ fn walk(root: &Path, dir: &Path, tree: &mut Tree) -> Result<(), InstallError> {
     for entry in entries {
         let path = entry.path();
         let kind = entry.file_type().map_err(|e| unreadable(&path, e))?;
-        let relative = path.strip_prefix(root).unwrap_or(&path).to_string_lossy().replace('\\', "/");
+        let Ok(name) = entry.file_name().into_string() else {
+            return Err(InstallError::Refused(format!("the name of {} is not UTF-8", path.display())));
+        };
+        if kind.is_dir() && matches!(name.as_str(), ".git" | "node_modules") {
+            continue;
+        }
+        let joined = if relative_dir.is_empty() { name } else { format!("{relative_dir}/{name}") };
+        // Checked before going deeper, so the walk stops at the same depth an archive does.
+        let Some(relative) = clean_name(&joined)? else { return Err(not_a_file(&joined)) };
         if kind.is_dir() {
-            if !matches!(entry.file_name().to_str(), Some(".git" | "node_modules")) {
-                walk(root, &path, tree)?;
-            }
+            walk(&path, &relative, tree)?;
         } else if kind.is_file() {
-            let file = std::fs::File::open(&path).map_err(|e| unreadable(&path, e))?;
+            let file = open_regular(&path).map_err(|e| unreadable(&path, e))?;
             let content = read_capped(file, tree.room(), &relative)?;
             tree.add(relative, content)?;
         } else {
@@ -168,6 +182,21 @@ fn walk(root: &Path, dir: &Path, tree: &mut Tree) -> Result<(), InstallError> {
         }
     }
     Ok(())
+}
+
+/// Opens `path` for reading only if it is a regular file. Opening a FIFO for reading waits for a writer, so
+/// the open does not block (`O_NONBLOCK`, no effect on a regular file), and the type is checked on the open
+/// file itself: a file swapped for a FIFO or a device after it was listed is still refused.
+pub fn open_regular(path: &Path) -> std::io::Result<File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = options.open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file (links, devices and FIFOs are not allowed)"));
+    }
+    Ok(file)
 }
 
 /// Reads the file `name` up to `room` bytes; one more means the source is over [`MAX_BYTES`].

@@ -1,8 +1,8 @@
 //! Downloading a source: HTTPS (or loopback HTTP), at most [`MAX_DOWNLOAD_BYTES`], at most
-//! [`MAX_REDIRECTS`] redirects, each held to the same scheme rule as the first URL.
+//! [`MAX_REDIRECTS`] redirects, each held to the rule of the first URL ([`redirect_allowed`]).
 
 use super::InstallError;
-use super::source::{insecure, url_allowed};
+use super::source::{insecure, insecure_redirect, redirect_allowed, url_allowed};
 use std::time::Duration;
 use url::Url;
 
@@ -20,6 +20,12 @@ pub fn client() -> Result<reqwest::Client, InstallError> {
     let redirects = reqwest::redirect::Policy::custom(|attempt| {
         if attempt.previous().len() >= MAX_REDIRECTS {
             let error = format!("more than {MAX_REDIRECTS} redirects");
+            attempt.error(error)
+        } else if let Some(origin) = attempt.previous().first()
+            && !redirect_allowed(origin, attempt.url())
+        {
+            // reqwest lists the URL first requested first.
+            let error = insecure_redirect(origin, attempt.url()).to_string();
             attempt.error(error)
         } else if !url_allowed(attempt.url()) {
             let error = insecure(attempt.url()).to_string();

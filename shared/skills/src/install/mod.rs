@@ -83,17 +83,33 @@ async fn blocking<T: Send + 'static>(
 
 async fn read_local(path: PathBuf) -> Result<Tree, InstallError> {
     blocking(move || {
-        let meta = std::fs::metadata(&path)
-            .map_err(|e| InstallError::InvalidSource(format!("cannot read {}: {e}", path.display())))?;
+        let unreadable =
+            |e: std::io::Error| InstallError::InvalidSource(format!("cannot read {}: {e}", path.display()));
+        // The link itself is not what is read: the source given as a link to a folder or an archive is read
+        // where it points, under the same rules.
+        let mut meta = std::fs::symlink_metadata(&path).map_err(unreadable)?;
+        if meta.file_type().is_symlink() {
+            meta = std::fs::metadata(&path).map_err(unreadable)?;
+        }
         if meta.is_dir() {
             return archive::read_folder(&path);
         }
-        if meta.len() > fetch::MAX_DOWNLOAD_BYTES as u64 {
-            return Err(InstallError::Refused(format!(
+        // A FIFO would block the read forever, a device would never end.
+        if !meta.is_file() {
+            return Err(InstallError::InvalidSource(format!(
+                "{} is not a regular file or folder (FIFOs, sockets and devices are not read)",
+                path.display()
+            )));
+        }
+        let too_large = || {
+            InstallError::Refused(format!(
                 "{} is larger than {} bytes (10 MiB)",
                 path.display(),
                 fetch::MAX_DOWNLOAD_BYTES
-            )));
+            ))
+        };
+        if meta.len() > fetch::MAX_DOWNLOAD_BYTES as u64 {
+            return Err(too_large());
         }
         // Only what a skill comes as: any other file of the machine is not read, so its lines cannot end up in a
         // preview.
@@ -105,8 +121,13 @@ async fn read_local(path: PathBuf) -> Result<Tree, InstallError> {
                 path.display()
             )));
         }
-        let bytes = std::fs::read(&path)
-            .map_err(|e| InstallError::InvalidSource(format!("cannot read {}: {e}", path.display())))?;
+        let file = archive::open_regular(&path).map_err(unreadable)?;
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::Read::take(file, fetch::MAX_DOWNLOAD_BYTES as u64 + 1), &mut bytes)
+            .map_err(unreadable)?;
+        if bytes.len() > fetch::MAX_DOWNLOAD_BYTES {
+            return Err(too_large());
+        }
         if is_archive && !archive::is_archive(&bytes) {
             return Err(InstallError::Refused(format!("{} is not a zip or tar archive", path.display())));
         }
@@ -181,6 +202,10 @@ fn decide(
     let dir_name = folder_name(name)?;
     let target = dest.join(&dir_name);
     let holder = if std::fs::symlink_metadata(&target).is_ok() {
+        // `force` replaces a skill, never whatever else happens to have the name.
+        if !place::is_skill_folder(&target) {
+            return Err(place::not_a_skill(&target));
+        }
         Some(target.to_string_lossy().into_owned())
     } else {
         registry.get(name).map(|skill| skill.dir_label())
@@ -225,6 +250,7 @@ fn decide(
 /// folder already has, is rejected with the reason.
 fn discover(tree: &Tree, root: &str) -> (Vec<Found>, Vec<Rejected>) {
     let mut found: Vec<Found> = Vec::new();
+    let mut names = std::collections::HashSet::new();
     let mut invalid = Vec::new();
     for dir in tree.skill_dirs(root) {
         let text = tree.get(&join(&dir, "SKILL.md")).map(std::str::from_utf8);
@@ -234,7 +260,7 @@ fn discover(tree: &Tree, root: &str) -> (Vec<Found>, Vec<Rejected>) {
             None => Err("SKILL.md is missing".to_string()),
         };
         match parsed {
-            Ok(doc) if found.iter().any(|f| f.doc.name == doc.name) => invalid
+            Ok(doc) if !names.insert(doc.name.clone()) => invalid
                 .push(Rejected { skill_path: shown(&dir), error: format!("duplicate skill name `{}`", doc.name) }),
             Ok(doc) => found.push(Found { dir, doc }),
             Err(error) => invalid.push(Rejected { skill_path: shown(&dir), error }),
@@ -261,7 +287,8 @@ fn candidate(registry: &SkillRegistry, tree: &Tree, found: &Found) -> Candidate 
     }
 }
 
-/// The folder an installed skill gets: its name lower-cased, anything but `a-z0-9._-` made `-`.
+/// The folder an installed skill gets: its name lower-cased, anything but `a-z0-9._-` made `-`. The lock
+/// file's name is refused, and so is a hidden name (the installer's own temporary folders start with `.`).
 fn folder_name(name: &str) -> Result<String, InstallError> {
     let mut out = String::new();
     for c in name.to_lowercase().chars() {
@@ -274,6 +301,11 @@ fn folder_name(name: &str) -> Result<String, InstallError> {
     let trimmed = out.trim_matches(|c| c == '-' || c == '.');
     if trimmed.is_empty() {
         return Err(InstallError::InvalidName(format!("cannot make a folder name from `{name}`")));
+    }
+    if trimmed == place::LOCK_FILE || trimmed.starts_with('.') {
+        return Err(InstallError::InvalidName(format!(
+            "the skill name `{name}` would be installed as `{trimmed}`, a name reserved for the installer"
+        )));
     }
     Ok(trimmed.to_string())
 }
@@ -339,5 +371,9 @@ mod tests {
         assert_eq!(folder_name("my_skill.v2").unwrap(), "my_skill.v2");
         assert_eq!(folder_name("..").unwrap_err().code(), "invalid_skill_name");
         assert_eq!(folder_name("日本").unwrap_err().code(), "invalid_skill_name");
+        for reserved in ["skills-lock.json", "Skills-Lock.JSON", "-skills-lock.json-"] {
+            let err = folder_name(reserved).unwrap_err();
+            assert!(err.to_string().contains("reserved"), "{reserved}: {err}");
+        }
     }
 }

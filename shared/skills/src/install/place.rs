@@ -45,6 +45,8 @@ pub fn place(
         .tempdir_in(dest)
         .map_err(|e| io(&format!("cannot create a staging folder in {}", dest.display()), e))?;
     let had_old = match std::fs::symlink_metadata(&target) {
+        // Checked again under the lock: only a skill folder is ever moved aside, anything else stays.
+        Ok(_) if !is_skill_folder(&target) => return Err(not_a_skill(&target)),
         Ok(_) => {
             std::fs::rename(&target, retired.path().join("old"))
                 .map_err(|e| io(&format!("cannot move the old {} aside", target.display()), e))?;
@@ -60,6 +62,20 @@ pub fn place(
     }
     let lock = write_lock(dest, name, entry)?;
     Ok((target, lock))
+}
+
+/// Whether `path` is a skill folder `force` may replace: a real folder (not a link) holding a `SKILL.md` file.
+pub fn is_skill_folder(path: &Path) -> bool {
+    let is_dir = std::fs::symlink_metadata(path).is_ok_and(|meta| meta.is_dir());
+    is_dir && std::fs::symlink_metadata(path.join("SKILL.md")).is_ok_and(|meta| meta.is_file())
+}
+
+pub(crate) fn not_a_skill(path: &Path) -> InstallError {
+    InstallError::Exists(format!(
+        "{} exists and is not a skill folder (no SKILL.md in it); it is left as it is, even with force: move it \
+         away yourself to install there",
+        path.display()
+    ))
 }
 
 /// Adds `entry` under `name` to `<dest>/skills-lock.json` (`{"version":1,"skills":{…}}`, names sorted). An

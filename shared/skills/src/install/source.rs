@@ -9,7 +9,8 @@
 //! - any other `https://` URL: a `.zip`, `.tar.gz` or a raw `SKILL.md`.
 //!
 //! Only HTTPS is fetched. Plain `http://` is accepted for a loopback host alone (a server on this machine, which
-//! is how the tests serve archives); a redirect is held to the same rule ([`url_allowed`]).
+//! is how the tests serve archives) ([`url_allowed`]). A redirect from an https source must stay on https; one
+//! from a loopback http source must stay on loopback ([`redirect_allowed`]).
 
 use super::InstallError;
 use std::path::{Path, PathBuf};
@@ -169,14 +170,37 @@ fn github(
 pub fn url_allowed(url: &Url) -> bool {
     match url.scheme() {
         "https" => true,
-        "http" => match url.host() {
-            Some(Host::Domain(domain)) => domain.eq_ignore_ascii_case("localhost"),
-            Some(Host::Ipv4(ip)) => ip.is_loopback(),
-            Some(Host::Ipv6(ip)) => ip.is_loopback(),
-            None => false,
-        },
+        "http" => is_loopback(url),
         _ => false,
     }
+}
+
+/// Whether a download that started at `origin` may follow a redirect to `next`. The rule is on the origin, not
+/// on the previous hop: an https source never goes through plain http, even to loopback (a loopback service
+/// the source points at is not what the user asked to trust), and plain http from a loopback source stays on
+/// loopback.
+pub fn redirect_allowed(origin: &Url, next: &Url) -> bool {
+    match origin.scheme() {
+        "https" => next.scheme() == "https",
+        "http" => is_loopback(origin) && is_loopback(next) && matches!(next.scheme(), "http" | "https"),
+        _ => false,
+    }
+}
+
+fn is_loopback(url: &Url) -> bool {
+    match url.host() {
+        Some(Host::Domain(domain)) => domain.eq_ignore_ascii_case("localhost"),
+        Some(Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
+pub(crate) fn insecure_redirect(origin: &Url, next: &Url) -> InstallError {
+    InstallError::Insecure(format!(
+        "refusing the redirect from {origin} to {next}: only https redirects are followed from an https source, \
+         and a plain http source on a loopback host may redirect within loopback only"
+    ))
 }
 
 pub(crate) fn insecure(url: &Url) -> InstallError {
@@ -237,6 +261,24 @@ mod tests {
         assert_eq!(parse("http://[::1]:9/s.zip").kind, "url");
         assert_eq!(parse("/tmp/skill").origin, Origin::Local(PathBuf::from("/tmp/skill")));
         assert_eq!(parse("./x.zip").origin, Origin::Local(PathBuf::from("/base/./x.zip")));
+    }
+
+    #[test]
+    fn redirects_keep_to_the_origins_rule() {
+        let u = |s: &str| Url::parse(s).unwrap();
+        let allowed = |from: &str, to: &str| redirect_allowed(&u(from), &u(to));
+        assert!(allowed("https://a.example/x", "https://b.example/y"));
+        assert!(allowed("https://a.example/x", "https://127.0.0.1/y"));
+        assert!(!allowed("https://a.example/x", "http://b.example/y"));
+        assert!(!allowed("https://a.example/x", "http://127.0.0.1:8080/y"), "https never steps down to http");
+        assert!(!allowed("https://a.example/x", "http://localhost/y"));
+        assert!(!allowed("https://a.example/x", "ftp://a.example/y"));
+        assert!(allowed("http://127.0.0.1:1/x", "http://127.0.0.1:2/y"));
+        assert!(allowed("http://localhost/x", "http://[::1]:9/y"));
+        assert!(allowed("http://127.0.0.1/x", "https://localhost/y"));
+        assert!(!allowed("http://127.0.0.1/x", "https://example.com/y"), "loopback http stays on loopback");
+        assert!(!allowed("http://127.0.0.1/x", "http://example.com/y"));
+        assert!(!allowed("http://example.com/x", "http://127.0.0.1/y"));
     }
 
     #[test]

@@ -1,4 +1,5 @@
 mod discovery;
+mod hardening;
 mod hostile;
 mod install;
 

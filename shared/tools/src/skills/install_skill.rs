@@ -1,4 +1,4 @@
-use minibot_agent::{Tool, ToolContext, ToolError, ToolResult};
+use minibot_agent::{APPROVAL_DENIED_CODE, ApprovalRequest, Tool, ToolContext, ToolError, ToolResult, ask_approval};
 use minibot_skills::install::to_json;
 use minibot_skills::{InstallRequest, Installer};
 use serde::Deserialize;
@@ -11,11 +11,13 @@ pub struct InstallSkill {
     installer: Installer,
     /// What a relative local `source` (`./x.zip`) is relative to: the managed root, else the working folder.
     base: Option<PathBuf>,
+    /// Where an install without `dest` goes, for the approval question.
+    write_dir: PathBuf,
 }
 
 impl InstallSkill {
-    pub fn new(installer: Installer, base: Option<PathBuf>) -> Self {
-        Self { installer, base }
+    pub fn new(installer: Installer, base: Option<PathBuf>, write_dir: PathBuf) -> Self {
+        Self { installer, base, write_dir }
     }
 }
 
@@ -95,9 +97,12 @@ impl Tool for InstallSkill {
         })
     }
 
-    async fn call(&self, args: Args, _ctx: &ToolContext) -> ToolResult {
+    async fn call(&self, args: Args, ctx: &ToolContext) -> ToolResult {
         if args.source.trim().is_empty() {
             return Err(ToolError::invalid_arguments("source must not be empty"));
+        }
+        if args.install == Some(true) {
+            self.approve(&args, ctx).await?;
         }
         let request = InstallRequest {
             source: args.source,
@@ -115,5 +120,30 @@ impl Tool for InstallSkill {
             Ok(outcome) => Ok(to_json(&outcome)),
             Err(error) => Err(ToolError::respond(error.code(), error.to_string())),
         }
+    }
+}
+
+impl InstallSkill {
+    /// An install writes into a skills folder, whose files become instructions the assistant follows from then on:
+    /// like any change there (the guarded folders of the file tools) it needs the user's yes, whatever
+    /// `[tools.approval]` says. A preview writes nothing and asks nothing.
+    async fn approve(&self, args: &Args, ctx: &ToolContext) -> Result<(), ToolError> {
+        let shown = json!({
+            "source": args.source,
+            "skill": args.skill,
+            "expected_hash": args.expected_hash,
+            "dest": args.dest,
+            "force": args.force.unwrap_or(false),
+        });
+        let folder = args.dest.clone().unwrap_or_else(|| self.write_dir.display().to_string());
+        let replace = if args.force == Some(true) { ", replacing a skill of the same name" } else { "" };
+        let reason = format!(
+            "installs a skill into {folder}, a skills folder of the assistant{replace}: its instructions are given to \
+             the assistant from then on"
+        );
+        let request = ApprovalRequest::for_call("install_skill", None, &shown, Some(reason));
+        ask_approval(ctx, request).await.map_err(|denied| {
+            ToolError::respond(APPROVAL_DENIED_CODE, format!("installing a skill needs the user's approval. {denied}"))
+        })
     }
 }

@@ -28,8 +28,9 @@ pub fn register(registry: &mut ToolRegistry, services: &ToolServices, main_agent
     registry.register(dyn_tool(ActivateSkill::new(Arc::clone(&skills))));
     if main_agent && skills.settings().install {
         let base = services.files.as_ref().map(|root| root.path().to_path_buf());
+        let write_dir = skills.write_dir().to_path_buf();
         match Installer::new(skills) {
-            Ok(installer) => registry.register(dyn_tool(InstallSkill::new(installer, base))),
+            Ok(installer) => registry.register(dyn_tool(InstallSkill::new(installer, base, write_dir))),
             Err(error) => tracing::warn!(%error, "install_skill is unavailable"),
         }
     }

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A user who gives the same answer to every question and remembers what it was asked.
-struct User {
+pub(super) struct User {
     answer: ApprovalDecision,
     asked: Mutex<Vec<ApprovalRequest>>,
 }
@@ -23,17 +23,17 @@ impl ApprovalPrompt for User {
 }
 
 impl User {
-    fn answering(answer: ApprovalDecision) -> Arc<Self> {
+    pub(super) fn answering(answer: ApprovalDecision) -> Arc<Self> {
         Arc::new(Self { answer, asked: Mutex::new(Vec::new()) })
     }
 
     /// Why each question was asked.
-    fn reasons(&self) -> Vec<String> {
+    pub(super) fn reasons(&self) -> Vec<String> {
         self.asked.lock().unwrap().iter().map(|r| r.reason.clone().unwrap_or_default()).collect()
     }
 }
 
-fn turn_of(user: &Arc<User>) -> ToolContext {
+pub(super) fn turn_of(user: &Arc<User>) -> ToolContext {
     let prompt: Arc<dyn ApprovalPrompt> = user.clone();
     ToolContext { approver: Some(Approver::new(prompt, Duration::from_secs(5))), ..Default::default() }
 }

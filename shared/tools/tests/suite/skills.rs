@@ -3,7 +3,8 @@
 //! tools' reach.
 
 use super::Env;
-use minibot_agent::{ToolContext, ToolError};
+use super::guarded::{User, turn_of};
+use minibot_agent::{ApprovalDecision, ToolContext, ToolError};
 use serde_json::{Value, json};
 use std::path::Path;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -162,12 +163,28 @@ async fn a_skill_installed_over_http_is_listed_at_once_and_a_changed_hash_is_ref
     assert!(env.ok("list_skills", json!({ "query": "fetched" })).await["matches"].as_array().unwrap().is_empty());
     let hash = preview["skills"][0]["hash"].as_str().unwrap();
 
-    let (code, _) =
-        env.err("install_skill", json!({ "source": source, "install": true, "expected_hash": "f".repeat(64) })).await;
-    assert_eq!(code, "hash_mismatch");
+    let owner = User::answering(ApprovalDecision::Approved);
+    let approving = turn_of(&owner);
+    let wrong = json!({ "source": source, "install": true, "expected_hash": "f".repeat(64) });
+    match env.call_in("install_skill", wrong, &approving).await {
+        Err(ToolError::RespondToModel { code, .. }) => assert_eq!(code, "hash_mismatch"),
+        other => panic!("expected hash_mismatch, got {other:?}"),
+    }
     assert!(!env.root().join("skills/fetched").exists());
 
-    let installed = env.ok("install_skill", json!({ "source": source, "install": true, "expected_hash": hash })).await;
+    // An install asks the user, whatever [tools.approval] says; without a yes nothing is written.
+    let install = json!({ "source": source, "install": true, "expected_hash": hash });
+    let refusing = User::answering(ApprovalDecision::Denied);
+    match env.call_in("install_skill", install.clone(), &turn_of(&refusing)).await {
+        Err(ToolError::RespondToModel { code, .. }) => assert_eq!(code, "tool_approval:denied"),
+        other => panic!("expected a denial, got {other:?}"),
+    }
+    assert!(refusing.reasons()[0].contains("a skills folder of the assistant"), "{:?}", refusing.reasons());
+    assert!(!env.root().join("skills/fetched").exists());
+    assert!(env.call_in("install_skill", install.clone(), &ToolContext::default()).await.is_err(), "cannot ask");
+    assert!(!env.root().join("skills/fetched").exists());
+
+    let installed = env.call_in("install_skill", install, &approving).await.unwrap();
     assert_eq!(installed["installed"], "fetched");
     let listed = env.ok("list_skills", json!({ "query": "fetched" })).await;
     assert_eq!(listed["matches"][0]["name"], "fetched");
