@@ -45,8 +45,15 @@ pub fn load(config: &Config, owner_names: &[String]) -> Result<Vec<ManagedDefini
             return Err(FilesError::BadFileName(path));
         };
         let text = fs::read_to_string(&path).map_err(io(&path))?;
-        let definition = prepare(config, stem, &text, owner_names)
-            .map_err(|error| FilesError::Invalid { path: path.clone(), error })?;
+        let definition = match prepare(config, stem, &text, owner_names) {
+            Ok(definition) => definition,
+            // The owner wrote a specialist of that name since: theirs wins, and the assistant still starts.
+            Err(ManagedError::Collision(name)) => {
+                tracing::warn!(path = %path.display(), name, "managed agent left out: an owner's specialist has its name");
+                continue;
+            }
+            Err(error) => return Err(FilesError::Invalid { path: path.clone(), error }),
+        };
         if definition.agent.enabled {
             out.push(definition);
         }

@@ -139,7 +139,9 @@ pub fn prepare(
 
 /// Refuses a managed name that an owner-authored specialist or the main agent already has.
 pub fn check_name_free(config: &Config, name: &str, owner_names: &[String]) -> Result<(), ManagedError> {
-    if owner_names.iter().any(|owner| owner == name) || config.orchestration.main_agent.name == name {
+    if owner_names.iter().any(|owner| owner.eq_ignore_ascii_case(name))
+        || config.orchestration.main_agent.name.eq_ignore_ascii_case(name)
+    {
         return Err(ManagedError::Collision(name.to_string()));
     }
     Ok(())
