@@ -12,13 +12,11 @@ use minibot_orchestrator::cli::{Cli, Command};
 use minibot_orchestrator::{boot, doctor, logging, setup, terminal_text};
 use std::process::ExitCode;
 
-// Counts what codemode scripts allocate, so their memory limit holds (`[tools.codemode] max_memory_mb`).
-#[global_allocator]
-static ALLOC: minibot_codemode::ScriptAllocator = minibot_codemode::ScriptAllocator;
-
 fn main() -> ExitCode {
     // First, before any thread: a process started as the sandbox helper becomes it here.
     minibot_sandbox::serve_if_asked();
+    // Likewise a process started to run a codemode script (run_tools_script) runs it here.
+    minibot_codemode::serve_if_asked();
     let mut cli = Cli::parse();
     if let Some(Command::Vault(args)) = cli.command.take_if(|c| matches!(c, Command::Vault(_))) {
         return vault_cli::run(cli.config.as_deref(), args);

@@ -4,10 +4,6 @@ use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-// Counts what codemode scripts allocate, so their memory limit holds (`[tools.codemode] max_memory_mb`).
-#[global_allocator]
-static ALLOC: minibot_codemode::ScriptAllocator = minibot_codemode::ScriptAllocator;
-
 /// minibot task worker.
 #[derive(Debug, Parser)]
 #[command(name = "minibot-worker", version, about)]
@@ -27,6 +23,8 @@ struct Cli {
 fn main() -> ExitCode {
     // First, before any thread: a process started as the sandbox helper becomes it here.
     minibot_sandbox::serve_if_asked();
+    // Likewise a process started to run a codemode script (run_tools_script) runs it here.
+    minibot_codemode::serve_if_asked();
     let cli = Cli::parse();
     let config = match minibot_worker::load_config(cli.config.as_deref(), cli.secrets_from_stdin) {
         Ok(config) => config,

@@ -1,6 +1,7 @@
 //! The tools a script can call: which of the agent's tools are exposed, the Python name of each, and the one-line
 //! signatures the tool description lists.
 
+use crate::protocol::ToolInfo;
 use minibot_agent::{DynTool, Patterns, ToolRegistry};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -49,10 +50,52 @@ impl Entry {
 
     /// The first line of the description, shortened.
     pub fn summary(&self) -> String {
-        let line = self.description.lines().next().unwrap_or_default().trim();
-        match line.char_indices().nth(SUMMARY_CHARS) {
-            Some((at, _)) => format!("{}…", &line[..at]),
-            None => line.to_string(),
+        summary(&self.description)
+    }
+
+    /// What the script's process knows of this tool.
+    pub fn info(&self) -> ToolInfo {
+        ToolInfo {
+            ident: self.ident.clone(),
+            name: self.name().to_string(),
+            description: self.description.clone(),
+            parameters: (*self.parameters).clone(),
+            signature: self.signature.clone(),
+        }
+    }
+}
+
+/// The first line of a tool's description, shortened.
+pub fn summary(description: &str) -> String {
+    let line = description.lines().next().unwrap_or_default().trim();
+    match line.char_indices().nth(SUMMARY_CHARS) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line.to_string(),
+    }
+}
+
+/// The catalog as the script's process sees it: what each tool is called and how, without the tools.
+#[derive(Default)]
+pub struct ScriptTools {
+    infos: Vec<ToolInfo>,
+    by_ident: HashMap<String, usize>,
+}
+
+impl ScriptTools {
+    pub fn new(infos: Vec<ToolInfo>) -> Self {
+        let by_ident = infos.iter().enumerate().map(|(index, info)| (info.ident.clone(), index)).collect();
+        Self { infos, by_ident }
+    }
+
+    pub fn entries(&self) -> &[ToolInfo] {
+        &self.infos
+    }
+
+    /// By identifier, or by the tool's own name.
+    pub fn find(&self, name: &str) -> Option<&ToolInfo> {
+        match self.by_ident.get(name) {
+            Some(&index) => self.infos.get(index),
+            None => self.infos.iter().find(|info| info.name == name),
         }
     }
 }
@@ -107,6 +150,11 @@ impl Catalog {
             Some(&index) => self.entries.get(index),
             None => self.entries.iter().find(|entry| entry.name() == name),
         }
+    }
+
+    /// What the script's process knows of the tools.
+    pub fn infos(&self) -> Vec<ToolInfo> {
+        self.entries.iter().map(Entry::info).collect()
     }
 
     /// The tool names (not identifiers) a script can call.

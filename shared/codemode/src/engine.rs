@@ -1,28 +1,20 @@
-//! The script's own thread: runs Monty from suspension to suspension. Name lookups, the helpers and refused OS
-//! calls are answered here; a tool call is handed to the async side ([`crate::host`]) and the script goes on
-//! with a pending future, so calls the script gathers run at the same time.
-//!
-//! The interpreter runs on a thread of its own because a script can compute for as long as its time limit
-//! allows, which must not hold up the async runtime; and because its memory is counted per thread
-//! ([`crate::alloc`]).
+//! The script's side, in the script's own process ([`crate::child`]): runs Monty from suspension to suspension.
+//! Name lookups, the helpers and refused OS calls are answered here; a tool call is handed to the parent over the
+//! [`Pipe`] and the script goes on with a pending future, so calls the script gathers run at the same time.
 
-use crate::alloc::Metered;
-use crate::catalog::Catalog;
-use crate::clock::ScriptClock;
+use crate::catalog::ScriptTools;
+use crate::child::Pipe;
 use crate::convert::{to_argument, to_python, to_result};
 use crate::output::{Printed, cut};
 use crate::protocol::{CallOutcome, Ending, Failure, FailureCode, Reply, Request, TOOL_CALL_LIMIT};
-use minibot_agent::{APPROVAL_DENIED_CODE, ToolError};
+use minibot_agent::APPROVAL_DENIED_CODE;
 use monty::{FunctionCall, MontyRun, NameLookup, ResolveFutures, RunProgress};
 use monty_types::{
     CompileOptions, DictPairs, ExcType, ExtFunctionResult, MontyClassInstance, MontyClassType, MontyException,
     MontyObject, MontyUuid, NameLookupResult, PrintWriter, ResourceLimits, ResourceTracker,
 };
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::sync::mpsc::Receiver;
 use std::time::Duration;
-use tokio::sync::mpsc::UnboundedSender;
 
 /// How a reference to a tool that was read without being called (`f = tools.x`) is named; calling it names it.
 const TOOL_PREFIX: &str = "tools.";
@@ -34,22 +26,22 @@ const MAX_ERROR_CHARS: usize = 4_000;
 /// One script to run, and its limits.
 pub struct Script {
     pub code: String,
-    pub catalog: Arc<Catalog>,
-    pub clock: Arc<ScriptClock>,
+    pub catalog: ScriptTools,
+    /// The whole time budget, for the error text; the pipe knows what is left.
+    pub budget: Duration,
     pub max_tool_calls: u32,
     pub max_memory: usize,
     pub max_output_chars: usize,
 }
 
 /// Runs `script` to its end and reports it with [`Request::Finished`].
-pub fn run(script: Script, requests: UnboundedSender<Request>, replies: Receiver<Reply>) {
-    let (_metered, _enforced) = Metered::start();
+pub fn run(script: &Script, pipe: &mut Pipe) {
     let mut printed = Printed::new(script.max_output_chars);
-    let mut session = Session { script: &script, requests: &requests, replies, state: State::default() };
+    let mut session = Session { script, pipe, state: State::default() };
     let result = session.execute(&mut printed);
     let State { tool_errors, tool_errors_omitted, unknown, .. } = session.state;
     let output = printed.finish();
-    let _ = requests.send(Request::Finished(Ending { output, result, tool_errors, tool_errors_omitted, unknown }));
+    let _ = pipe.send(&Request::Finished(Ending { output, result, tool_errors, tool_errors_omitted, unknown }));
 }
 
 /// Failed nested calls listed in the result and logged, at most: a script looping on a refused call must not
@@ -57,14 +49,12 @@ pub fn run(script: Script, requests: UnboundedSender<Request>, replies: Receiver
 const MAX_TOOL_ERRORS: usize = 20;
 
 impl State {
-    /// Notes a failed nested call; `true` when it is listed (and may be logged).
-    fn note_error(&mut self, tool: String, code: String) -> bool {
+    /// Notes a failed nested call: listed up to [`MAX_TOOL_ERRORS`], counted past it.
+    fn note_error(&mut self, tool: String, code: String) {
         if self.tool_errors.len() < MAX_TOOL_ERRORS {
             self.tool_errors.push((tool, code));
-            true
         } else {
             self.tool_errors_omitted += 1;
-            false
         }
     }
 }
@@ -88,8 +78,7 @@ struct State {
 
 struct Session<'a> {
     script: &'a Script,
-    requests: &'a UnboundedSender<Request>,
-    replies: Receiver<Reply>,
+    pipe: &'a mut Pipe,
     state: State,
 }
 
@@ -99,7 +88,7 @@ impl Session<'_> {
             MontyRun::new(self.script.code.clone(), "script.py", vec!["tools".into()], CompileOptions::default())
                 .map_err(|exc| Failure { code: FailureCode::Syntax, error: shorten(&exc.to_string()) })?;
         let limits = ResourceLimits::default()
-            .max_duration(self.script.clock.remaining().max(Duration::from_millis(1)))
+            .max_duration(self.pipe.remaining().max(Duration::from_millis(1)))
             .max_memory(self.script.max_memory);
         let mut progress =
             runner.start(vec![tools_object()], ResourceTracker::new(limits), PrintWriter::Callback(printed));
@@ -109,7 +98,7 @@ impl Session<'_> {
                 Err(exc) => return Err(self.failure(exc)),
             };
             progress = match step {
-                RunProgress::Complete(value) => return Ok(to_result(value)),
+                RunProgress::Complete(value) => return Ok(self.final_value(value)),
                 RunProgress::NameLookup(lookup) => self.lookup(lookup, printed),
                 RunProgress::FunctionCall(call) => self.function_call(call, printed),
                 RunProgress::OsCall(call) => call.resume(
@@ -149,7 +138,7 @@ impl Session<'_> {
     fn function_call(&mut self, mut call: FunctionCall, printed: &mut Printed) -> Result<RunProgress, MontyException> {
         // The interpreter's own clock counts only its computing; this gives it what is left of the script's time,
         // tool calls included, so a loop after a long call still ends in time.
-        call.tracker_mut().set_max_duration(self.script.clock.remaining().max(Duration::from_millis(1)));
+        call.tracker_mut().set_max_duration(self.pipe.remaining().max(Duration::from_millis(1)));
         let tool = match (&call.object_id, call.function_name.strip_prefix(TOOL_PREFIX)) {
             (Some(_), _) => Some(call.function_name.clone()),
             (None, Some(ident)) => Some(ident.to_string()),
@@ -177,7 +166,8 @@ impl Session<'_> {
         ident: &str,
         printed: &mut Printed,
     ) -> Result<RunProgress, MontyException> {
-        let catalog = Arc::clone(&self.script.catalog);
+        let script = self.script;
+        let catalog = &script.catalog;
         let Some(index) = catalog.entries().iter().position(|entry| entry.ident == ident) else {
             if self.state.unknown.len() < MAX_TOOL_ERRORS {
                 self.state.unknown.push(ident.to_string());
@@ -211,9 +201,7 @@ impl Session<'_> {
         }
         self.state.calls += 1;
         if self.state.calls > self.script.max_tool_calls {
-            if self.state.note_error(entry.name().to_string(), TOOL_CALL_LIMIT.into()) {
-                tracing::warn!(tool = %entry.name(), error_code = TOOL_CALL_LIMIT, "codemode: nested tool call refused");
-            }
+            self.state.note_error(entry.name.clone(), TOOL_CALL_LIMIT.into());
             let message = format!(
                 "{TOOL_CALL_LIMIT}: this script already made {} tool calls, the most one script may make",
                 self.script.max_tool_calls
@@ -221,10 +209,10 @@ impl Session<'_> {
             return call.resume(value_error(message), PrintWriter::Callback(printed));
         }
         let start = Request::Start { id: call.call_id, entry: index, args: serde_json::Value::Object(args) };
-        if self.requests.send(start).is_err() {
+        if !self.pipe.send(&start) {
             return call.abort(stopped(), PrintWriter::Callback(printed));
         }
-        self.state.in_flight.insert(call.call_id, entry.name().to_string());
+        self.state.in_flight.insert(call.call_id, entry.name.clone());
         call.resume_pending(PrintWriter::Callback(printed))
     }
 
@@ -240,19 +228,19 @@ impl Session<'_> {
                     .collect();
                 return waiting.resume(results, PrintWriter::Callback(printed));
             }
-            if self.requests.send(Request::Wait).is_err() {
+            if !self.pipe.send(&Request::Wait) {
                 return waiting.abort(stopped(), PrintWriter::Callback(printed));
             }
-            match self.replies.recv() {
-                Ok(Reply::Resolved(outcomes)) => self.state.done.extend(outcomes),
-                Ok(Reply::Idle) => {
+            match self.pipe.recv() {
+                Some(Reply::Resolved(outcomes)) => self.state.done.extend(outcomes),
+                Some(Reply::Idle) => {
                     let message = "the script waits for a call that is not running".to_string();
                     return waiting.abort(
                         MontyException::new(ExcType::RuntimeError, Some(message)),
                         PrintWriter::Callback(printed),
                     );
                 }
-                Ok(Reply::Timeout) | Err(_) => {
+                Some(Reply::Timeout) | None => {
                     self.state.timed_out = true;
                     return waiting.abort(stopped(), PrintWriter::Callback(printed));
                 }
@@ -265,11 +253,8 @@ impl Session<'_> {
         let tool = self.state.in_flight.remove(&id).unwrap_or_default();
         match outcome {
             Ok(value) => ExtFunctionResult::Return(to_python(value)),
-            Err(error) => {
-                let (code, message) = match error {
-                    ToolError::RespondToModel { code, message } => (code, message),
-                    ToolError::Fatal(message) => ("tool_execution_failed".to_string(), message),
-                };
+            Err(failure) => {
+                let (code, message) = (failure.code, failure.message);
                 let exc_type = match code.as_str() {
                     "invalid_arguments" => ExcType::ValueError,
                     APPROVAL_DENIED_CODE => {
@@ -283,9 +268,7 @@ impl Session<'_> {
                 } else {
                     format!("{tool} failed ({code}): {message}")
                 };
-                if self.state.note_error(tool.clone(), code.clone()) {
-                    tracing::warn!(tool = %tool, error_code = %code, "codemode: nested tool call failed");
-                }
+                self.state.note_error(tool, code);
                 ExtFunctionResult::Error(MontyException::new(exc_type, Some(text)))
             }
         }
@@ -295,6 +278,18 @@ impl Session<'_> {
     fn note_bare_tool(&mut self, name: &str) {
         if self.script.catalog.find(name).is_some() && self.state.unknown.len() < MAX_TOOL_ERRORS {
             self.state.unknown.push(name.to_string());
+        }
+    }
+
+    /// The script's final value as JSON, cut to `max_output_chars` (as text then): it is cut here, in the
+    /// script's process, so a value too large for memory ends this process only and a large one never crosses
+    /// the pipe whole.
+    fn final_value(&self, value: MontyObject) -> serde_json::Value {
+        let value = to_result(value);
+        let text = value.to_string();
+        match cut(&text, self.script.max_output_chars) {
+            Some(cut) => serde_json::Value::String(cut),
+            None => value,
         }
     }
 
@@ -313,7 +308,7 @@ impl Session<'_> {
         let error = match code {
             FailureCode::Timeout => format!(
                 "the script ran out of time ({} s, tool calls included); calls still running were cancelled",
-                self.script.clock.budget().as_secs_f64()
+                self.script.budget.as_secs_f64()
             ),
             FailureCode::Memory => {
                 format!("the script used more than its {} MiB of memory", self.script.max_memory / (1024 * 1024))

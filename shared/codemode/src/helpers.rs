@@ -1,6 +1,6 @@
 //! The functions a script calls by name, without `await` or `tools.`: `list_tools`, `describe_tool` and `text`.
 
-use crate::catalog::Catalog;
+use crate::catalog::ScriptTools;
 use crate::convert::to_python;
 use monty_types::{ExcType, MontyException, MontyObject};
 use serde_json::{Value, json};
@@ -9,7 +9,7 @@ pub const HELPERS: &[&str] = &["list_tools", "describe_tool", "text"];
 
 /// Runs helper `name`; `None` when no helper has that name.
 pub fn call(
-    catalog: &Catalog,
+    catalog: &ScriptTools,
     name: &str,
     args: Vec<MontyObject>,
     kwargs: Vec<(MontyObject, MontyObject)>,
@@ -63,20 +63,20 @@ impl Params {
     }
 }
 
-fn list_tools(catalog: &Catalog, query: Option<MontyObject>) -> MontyObject {
+fn list_tools(catalog: &ScriptTools, query: Option<MontyObject>) -> MontyObject {
     let query = query.map(|q| q.to_string().to_lowercase());
     let matches = catalog.entries().iter().filter(|entry| match &query {
         None => true,
         Some(q) => {
             entry.ident.to_lowercase().contains(q)
-                || entry.name().to_lowercase().contains(q)
+                || entry.name.to_lowercase().contains(q)
                 || entry.description.to_lowercase().contains(q)
         }
     });
     to_python(Value::Array(matches.map(|entry| json!({"name": entry.ident, "summary": entry.summary()})).collect()))
 }
 
-fn describe_tool(catalog: &Catalog, name: Option<MontyObject>) -> Result<MontyObject, MontyException> {
+fn describe_tool(catalog: &ScriptTools, name: Option<MontyObject>) -> Result<MontyObject, MontyException> {
     let Some(MontyObject::String(name)) = name else {
         return Err(value_error("describe_tool() needs the tool's name as a str".into()));
     };
@@ -87,7 +87,7 @@ fn describe_tool(catalog: &Catalog, name: Option<MontyObject>) -> Result<MontyOb
         "name": entry.ident,
         "signature": entry.signature,
         "description": entry.description,
-        "parameters": *entry.parameters,
+        "parameters": entry.parameters,
     })))
 }
 

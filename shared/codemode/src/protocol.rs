@@ -1,9 +1,46 @@
-//! What the script's thread and the async side that runs its tool calls say to each other.
+//! What the script's process (the child) and the daemon that runs its tool calls (the parent) say to each other,
+//! one JSON line at a time: the parent first sends a [`Setup`], then the child sends [`Request`]s and the parent
+//! answers each [`Request::Wait`] with a [`ToChild`].
 
-use minibot_agent::ToolError;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// From the script's thread.
+/// Everything the child needs to run one script: the first line it reads.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Setup {
+    pub code: String,
+    /// The script's whole time budget, for the error text.
+    pub budget_ms: u64,
+    /// What was left of it when the parent sent this.
+    pub remaining_ms: u64,
+    pub max_tool_calls: u32,
+    pub max_memory: usize,
+    pub max_output_chars: usize,
+    /// The tools the script can call, as the catalog lists them.
+    pub tools: Vec<ToolInfo>,
+}
+
+/// One tool a script can call, as the script sees it (no way to run it: the parent runs the calls).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ToolInfo {
+    /// The Python identifier: `tools.<ident>(...)`.
+    pub ident: String,
+    /// The tool's own name.
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+    /// `ident(a: str, b: int = None)`.
+    pub signature: String,
+}
+
+impl ToolInfo {
+    pub fn summary(&self) -> String {
+        crate::catalog::summary(&self.description)
+    }
+}
+
+/// From the child.
+#[derive(Debug, Serialize, Deserialize)]
 pub enum Request {
     /// The script called a tool: run entry `entry` of the catalog with `args`; Monty knows the call as `id`.
     Start { id: u32, entry: usize, args: Value },
@@ -13,7 +50,15 @@ pub enum Request {
     Finished(Ending),
 }
 
-/// To the script's thread, answering [`Request::Wait`].
+/// To the child, answering [`Request::Wait`], with what is left of the script's time then (the parent's clock
+/// stops during approvals, which the child cannot see).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ToChild {
+    pub remaining_ms: u64,
+    pub reply: Reply,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
 pub enum Reply {
     Resolved(Vec<(u32, CallOutcome)>),
     /// No call is running, so the script would wait forever.
@@ -22,12 +67,30 @@ pub enum Reply {
     Timeout,
 }
 
-pub type CallOutcome = Result<Value, ToolError>;
+pub type CallOutcome = Result<Value, CallFailure>;
+
+/// A nested call that failed: its error code and message.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CallFailure {
+    pub code: String,
+    pub message: String,
+}
+
+impl From<minibot_agent::ToolError> for CallFailure {
+    fn from(error: minibot_agent::ToolError) -> Self {
+        match error {
+            minibot_agent::ToolError::RespondToModel { code, message } => Self { code, message },
+            minibot_agent::ToolError::Fatal(message) => Self { code: "tool_execution_failed".into(), message },
+        }
+    }
+}
 
 /// How a script ended.
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Ending {
     /// What it printed, already cut to `max_output_chars`.
     pub output: String,
+    /// The final value, already cut to `max_output_chars` (a string with its middle left out when too long).
     pub result: Result<Value, Failure>,
     /// Nested calls that raised: tool name and error code.
     pub tool_errors: Vec<(String, String)>,
@@ -37,13 +100,27 @@ pub struct Ending {
     pub unknown: Vec<String>,
 }
 
+impl Ending {
+    /// An ending with nothing printed: the child was stopped before it could report.
+    pub fn failed(code: FailureCode, error: String) -> Self {
+        Self {
+            output: String::new(),
+            result: Err(Failure { code, error }),
+            tool_errors: Vec::new(),
+            tool_errors_omitted: 0,
+            unknown: Vec::new(),
+        }
+    }
+}
+
 /// Why a script failed.
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Failure {
     pub code: FailureCode,
     pub error: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum FailureCode {
     Syntax,
     Script,
@@ -69,3 +146,8 @@ impl FailureCode {
 
 /// The error code a nested call past `max_tool_calls` raises with.
 pub const TOOL_CALL_LIMIT: &str = "codemode:tool_call_limit";
+
+/// Milliseconds of `duration`, for the wire.
+pub fn millis(duration: std::time::Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}

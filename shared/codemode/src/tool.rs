@@ -2,9 +2,8 @@
 
 use crate::catalog::Catalog;
 use crate::clock::ScriptClock;
-use crate::engine::{self, Script};
 use crate::host::{self, Host};
-use crate::protocol::{Ending, FailureCode};
+use crate::protocol::{Ending, FailureCode, Setup, ToolInfo, millis};
 use minibot_agent::{NestedCalls, Tool, ToolContext, ToolError, ToolResult};
 use minibot_config::CodemodeSection;
 use serde::Deserialize;
@@ -12,12 +11,11 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The native stack of a script's thread. Monty keeps Python frames on its heap; this is room for its Rust side.
-const STACK_BYTES: usize = 16 * 1024 * 1024;
-
 /// `run_tools_script` over the tools in its catalog.
 pub struct RunToolsScript {
     catalog: Arc<Catalog>,
+    /// The catalog as each script's process receives it.
+    infos: Vec<ToolInfo>,
     settings: Settings,
     description: String,
 }
@@ -43,7 +41,7 @@ impl RunToolsScript {
             max_output_chars: usize::try_from(section.max_output_chars).unwrap_or(usize::MAX).max(1),
         };
         let description = describe(&catalog, &settings);
-        Self { catalog: Arc::new(catalog), settings, description }
+        Self { infos: catalog.infos(), catalog: Arc::new(catalog), settings, description }
     }
 
     /// The names of the tools its scripts can call.
@@ -119,30 +117,25 @@ impl Tool for RunToolsScript {
         };
         let clock = ScriptClock::start(timeout);
         let ending = self.run(args.code, ctx, &clock).await;
-        answer(ending, self.settings.max_output_chars)
+        answer(ending)
     }
 }
 
 impl RunToolsScript {
-    async fn run(&self, code: String, ctx: &ToolContext, clock: &Arc<ScriptClock>) -> Option<Ending> {
-        let (request_tx, request_rx) = tokio::sync::mpsc::unbounded_channel();
-        let (reply_tx, reply_rx) = std::sync::mpsc::channel();
-        let script = Script {
+    async fn run(&self, code: String, ctx: &ToolContext, clock: &Arc<ScriptClock>) -> Ending {
+        let Some(program) = crate::locate::helper() else {
+            tracing::warn!("codemode: no program to run scripts in (call minibot_codemode::serve_if_asked in main)");
+            return Ending::failed(FailureCode::Sandbox, "there is no program to run the script in".into());
+        };
+        let setup = Setup {
             code,
-            catalog: Arc::clone(&self.catalog),
-            clock: Arc::clone(clock),
+            budget_ms: millis(clock.budget()),
+            remaining_ms: millis(clock.remaining()),
             max_tool_calls: self.settings.max_tool_calls,
             max_memory: self.settings.max_memory,
             max_output_chars: self.settings.max_output_chars,
+            tools: self.infos.clone(),
         };
-        let spawned = std::thread::Builder::new()
-            .name("codemode".into())
-            .stack_size(STACK_BYTES)
-            .spawn(move || engine::run(script, request_tx, reply_rx));
-        if let Err(error) = spawned {
-            tracing::warn!(%error, "codemode: cannot start a script thread");
-            return None;
-        }
         // Outside an agent run (a direct call) there is no gate and nobody watches the events.
         let nested =
             ctx.nested.clone().unwrap_or_else(|| NestedCalls::new(None, tokio::sync::mpsc::unbounded_channel().0));
@@ -152,29 +145,14 @@ impl RunToolsScript {
             ..ctx.clone()
         };
         let host = Host { catalog: Arc::clone(&self.catalog), clock: Arc::clone(clock), nested, context };
-        host::serve(host, request_rx, reply_tx).await
+        host::run(host, &program, &setup).await
     }
 }
 
-/// The tool's result for how the script ended.
-fn answer(ending: Option<Ending>, max_output_chars: usize) -> ToolResult {
-    let Some(ending) = ending else {
-        return Ok(json!({
-            "ok": false,
-            "error_code": FailureCode::Sandbox.as_str(),
-            "error": "the script's interpreter stopped unexpectedly",
-            "output": "",
-        }));
-    };
+/// The tool's result for how the script ended (its output and value already cut in the script's process).
+fn answer(ending: Ending) -> ToolResult {
     let failure = match ending.result {
-        Ok(value) => {
-            let text = value.to_string();
-            let result = match crate::output::cut(&text, max_output_chars) {
-                Some(cut) => Value::String(cut),
-                None => value,
-            };
-            return Ok(json!({ "ok": true, "output": ending.output, "result": result }));
-        }
+        Ok(result) => return Ok(json!({ "ok": true, "output": ending.output, "result": result })),
         Err(failure) => failure,
     };
     if failure.code == FailureCode::Denied {
@@ -210,7 +188,7 @@ mod tests {
 
     #[test]
     fn an_interpreter_that_stopped_without_an_end_is_a_sandbox_failure() {
-        let out = answer(None, 100).unwrap();
+        let out = answer(Ending::failed(FailureCode::Sandbox, "stopped".into())).unwrap();
         assert_eq!(out["ok"], false);
         assert_eq!(out["error_code"], "codemode:sandbox_failed");
     }

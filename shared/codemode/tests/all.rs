@@ -3,8 +3,4 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-// Scripts' memory is counted only with the allocator installed, as the binaries install it.
-#[global_allocator]
-static ALLOC: minibot_codemode::ScriptAllocator = minibot_codemode::ScriptAllocator;
-
 mod suite;

@@ -286,17 +286,10 @@ impl Config {
                 skill_dirs.extend([base.join(".minibot/skills"), base.join(".agents/skills")]);
             }
         }
+        // A folder made after the trust is listed then, and its files make the manifest differ.
         for dir in skill_dirs {
-            // A folder that does not exist yet counts from its first parent that does, so one made later shows.
-            let mut at = dir.as_path();
-            while !at.exists() {
-                match at.parent() {
-                    Some(parent) => at = parent,
-                    None => break,
-                }
-            }
-            if at.exists() && at != self.base_dir && !paths.contains(&at.to_path_buf()) {
-                paths.extend(inside(at.to_path_buf()));
+            if let Some(dir) = inside(dir).filter(|dir| !paths.contains(dir)) {
+                paths.push(dir);
             }
         }
         for server in self.tools.mcp.servers.iter().filter(|s| s.transport == McpTransport::Stdio) {

@@ -69,8 +69,10 @@ async fn memory_bombs_are_stopped() {
     let env = Env::new("[tools.codemode]\nenabled = true\nmax_memory_mb = 16\n");
     let turn = run(&env, "x = 'a' * (10 ** 9)\nlen(x)").await;
     assert_eq!(failed(&turn), "codemode:memory_limit", "{}", turn.result);
-    let turn = run(&env, "x = []\nwhile True:\n    x.append('a' * 1000)").await;
+    // Memory grown step by step is noticed between steps: the script stops itself and keeps its output.
+    let turn = run(&env, "print('growing')\nx = []\nwhile True:\n    x.append('a' * 1000)").await;
     assert_eq!(failed(&turn), "codemode:memory_limit", "{}", turn.result);
+    assert_eq!(turn.result["output"], "growing\n", "{}", turn.result);
     // A script that stays within the limit runs, also after those.
     let turn = run(&env, "x = ['a' * 1000 for _ in range(1000)]\nlen(x)").await;
     assert_eq!(ok(&turn), 1000);
