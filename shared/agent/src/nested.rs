@@ -16,11 +16,14 @@ use tokio::sync::mpsc::UnboundedSender;
 pub struct NestedCalls {
     approvals: Option<ApprovalGate>,
     events: UnboundedSender<AgentEvent>,
+    /// The user said no to one of this tool's calls: like the rest of a response after a denial, its later calls
+    /// that need approval are refused without asking again (a script catching the denial cannot ask fifty times).
+    denied: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl NestedCalls {
     pub fn new(approvals: Option<ApprovalGate>, events: UnboundedSender<AgentEvent>) -> Self {
-        Self { approvals, events }
+        Self { approvals, events, denied: std::sync::Arc::default() }
     }
 
     /// Runs `tool` with `args` as call `call_id`, made by the tool whose context is `parent`: asks for approval
@@ -36,11 +39,22 @@ impl NestedCalls {
             nested: None,
             ..parent.clone()
         };
-        if let Some(gate) = &self.approvals
-            && let Err(denial) = gate.check(&name, &args, &context).await
-        {
-            count(&name, "denied");
-            return Err(denial);
+        if let Some(gate) = &self.approvals {
+            use std::sync::atomic::Ordering;
+            if self.denied.load(Ordering::SeqCst) && gate.requires(&name, &args) {
+                count(&name, "denied");
+                return Err(crate::tool::ToolError::respond(
+                    crate::APPROVAL_DENIED_CODE,
+                    format!(
+                        "Not asked: the user did not approve an earlier call of this script, so {name} was not run."
+                    ),
+                ));
+            }
+            if let Err(denial) = gate.check(&name, &args, &context).await {
+                self.denied.store(true, Ordering::SeqCst);
+                count(&name, "denied");
+                return Err(denial);
+            }
         }
         let parent_call_id = Some(parent.call_id.clone());
         // A receiver gone (the run ended) only means nobody watches any more.

@@ -26,6 +26,8 @@ pub fn serve_if_asked() {
     let mut args = std::env::args_os();
     let _program = args.next();
     if args.next().is_some_and(|first| first == CHILD_ARG) {
+        let parent = args.next().and_then(|pid| pid.to_str().and_then(|pid| pid.parse::<u32>().ok()));
+        crate::limits::die_with_parent(parent);
         std::process::exit(child_main());
     }
     CARRIED.store(true, Ordering::Relaxed);

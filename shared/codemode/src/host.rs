@@ -56,6 +56,7 @@ pub async fn run(host: Host, program: &Path, setup: &Setup) -> Ending {
     let max_memory = setup.max_memory;
     let mut child = match Command::new(program)
         .arg(crate::child::CHILD_ARG)
+        .arg(std::process::id().to_string())
         .env_clear()
         .current_dir("/")
         .stdin(Stdio::piped())
@@ -152,6 +153,7 @@ async fn send<T: serde::Serialize>(stdin: &mut ChildStdin, message: &T) -> std::
 async fn serve(host: &Arc<Host>, stdin: &mut ChildStdin, mut stdout: BufReader<ChildStdout>, limit: usize) -> Served {
     let mut running: FuturesUnordered<BoxFuture<'static, (u32, CallOutcome)>> = FuturesUnordered::new();
     let mut done: Vec<(u32, CallOutcome)> = Vec::new();
+    let mut held = Held::new(limit);
     let mut waiting = false;
     let mut expired: Option<Instant> = None;
     let mut line = Vec::new();
@@ -163,13 +165,18 @@ async fn serve(host: &Arc<Host>, stdin: &mut ChildStdin, mut stdout: BufReader<C
         };
         tokio::select! {
             read = read_line(&mut stdout, &mut line, limit) => {
+                let size = line.len();
                 let request = match read {
                     Ok(true) => serde_json::from_slice::<Request>(&std::mem::take(&mut line)),
                     Ok(false) => return Served::Gone { why: "it closed its output".into(), memory: false },
                     Err(error) => return Served::Gone { why: error.to_string(), memory: error.kind() == LARGE },
                 };
                 match request {
-                    Ok(Request::Start { id, entry, args }) => running.push(call(Arc::clone(host), id, entry, args)),
+                    Ok(Request::Start { id, entry, args }) => match held.admit(id, size) {
+                        Err(refused) => done.push((id, Err(refused))),
+                        Ok(()) if running.len() < MAX_RUNNING => running.push(call(Arc::clone(host), id, entry, args)),
+                        Ok(()) => held.queue.push_back((id, entry, args)),
+                    },
                     Ok(Request::Wait) => waiting = true,
                     Ok(Request::Finished(ending)) => {
                         log_failed_calls(&ending);
@@ -178,7 +185,13 @@ async fn serve(host: &Arc<Host>, stdin: &mut ChildStdin, mut stdout: BufReader<C
                     Err(error) => return Served::Gone { why: format!("unreadable message: {error}"), memory: false },
                 }
             },
-            Some(outcome) = running.next(), if !running.is_empty() => done.push(outcome),
+            Some(outcome) = running.next(), if !running.is_empty() => {
+                held.release(outcome.0);
+                if let Some((id, entry, args)) = held.queue.pop_front() {
+                    running.push(call(Arc::clone(host), id, entry, args));
+                }
+                done.push(outcome);
+            }
             () = tokio::time::sleep(pause) => {}
         }
         if expired.is_none() && host.clock.remaining().is_zero() && !host.clock.stopped() {
@@ -193,6 +206,10 @@ async fn serve(host: &Arc<Host>, stdin: &mut ChildStdin, mut stdout: BufReader<C
         let reply = if !done.is_empty() {
             // Whatever else finished meanwhile goes along.
             while let Some(Some(outcome)) = futures_util::FutureExt::now_or_never(running.next()) {
+                held.release(outcome.0);
+                if let Some((id, entry, args)) = held.queue.pop_front() {
+                    running.push(call(Arc::clone(host), id, entry, args));
+                }
                 done.push(outcome);
             }
             Reply::Resolved(std::mem::take(&mut done))
@@ -208,6 +225,46 @@ async fn serve(host: &Arc<Host>, stdin: &mut ChildStdin, mut stdout: BufReader<C
         if let Err(error) = send(stdin, &message).await {
             return Served::Gone { why: format!("cannot answer it: {error}"), memory: false };
         }
+    }
+}
+
+/// Nested calls that run at once; the script's later calls wait for one of them to end. Enough for the
+/// independent calls of a script to overlap, few enough that one script cannot start fifty sandboxes at once.
+const MAX_RUNNING: usize = 8;
+
+/// The arguments of the calls a script started and that have not ended (running or waiting to run), which the
+/// assistant holds for it: at most the limit of one message, so the script cannot grow the assistant past what
+/// it may hold itself.
+struct Held {
+    limit: usize,
+    total: usize,
+    sizes: std::collections::HashMap<u32, usize>,
+    queue: std::collections::VecDeque<(u32, usize, serde_json::Value)>,
+}
+
+impl Held {
+    fn new(limit: usize) -> Self {
+        Self { limit, total: 0, sizes: std::collections::HashMap::new(), queue: std::collections::VecDeque::new() }
+    }
+
+    fn admit(&mut self, id: u32, size: usize) -> Result<(), crate::protocol::CallFailure> {
+        if self.total.saturating_add(size) > self.limit {
+            return Err(crate::protocol::CallFailure {
+                code: "codemode:too_much_in_flight".into(),
+                message: format!(
+                    "the tool calls this script started and has not awaited hold more than {} MiB of arguments; \
+                     await some before starting more",
+                    self.limit >> 20
+                ),
+            });
+        }
+        self.total += size;
+        self.sizes.insert(id, size);
+        Ok(())
+    }
+
+    fn release(&mut self, id: u32) {
+        self.total = self.total.saturating_sub(self.sizes.remove(&id).unwrap_or(0));
     }
 }
 

@@ -12,7 +12,7 @@
 //!   the parent kills it at the time limit in any case.
 //! - No core dump (`RLIMIT_CORE` 0): an aborted script would otherwise leave hundreds of MiB behind.
 
-#![expect(unsafe_code, reason = "setrlimit, mallopt and sysconf are C calls with no safe wrapper in libc")]
+#![expect(unsafe_code, reason = "setrlimit, mallopt, sysconf and prctl are C calls with no safe wrapper in libc")]
 
 use monty_types::{BASELINE_MEMORY, LIVE_MEMORY};
 use std::io::Read;
@@ -24,6 +24,20 @@ pub const ALLOWANCE: u64 = 64 * 1024 * 1024;
 /// CPU seconds past the script's budget before the kernel ends the process.
 const CPU_SPARE: u64 = 5;
 const SAMPLE_EVERY: Duration = Duration::from_millis(5);
+
+/// The script process dies with the process that started it, so a daemon killed with SIGKILL leaves no script
+/// running on. `parent` is the pid the starter gave: when it already died before the signal was asked for, the
+/// process ends at once (comparing with 1 instead would fail a daemon that is itself pid 1 in a container).
+pub fn die_with_parent(parent: Option<u32>) {
+    // SAFETY: prctl with PR_SET_PDEATHSIG takes a signal number and no pointers; getppid has no arguments.
+    let now = unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+        libc::getppid()
+    };
+    if parent.is_some_and(|parent| u32::try_from(now).ok() != Some(parent)) {
+        std::process::exit(0);
+    }
+}
 
 /// Keeps every thread on glibc's main malloc arena: each extra arena reserves 64 MiB of address space, which would
 /// count against the cap without holding anything. Call before any thread starts.

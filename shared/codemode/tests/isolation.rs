@@ -136,3 +136,37 @@ async fn a_cancelled_script_takes_its_process_with_it() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// Red-team report (#26, isolation round): a daemon killed with SIGKILL left its script process spinning until
+/// the script's own time limit. The script process now dies with the process that started it.
+#[tokio::test]
+async fn a_script_process_dies_with_its_starter() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let bin = env!("CARGO_BIN_EXE_minibot-codemode");
+    // A shell stands for the daemon: it starts a script process that waits for its script, then is killed.
+    let mut shell = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("sleep 20 | '{bin}' __minibot_codemode $$ & echo $!; wait"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let starter = shell.id();
+    let mut out = std::io::BufReader::new(shell.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    let script: u32 = line.trim().parse().unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!stopped(script), "the script process waits for its script while its starter lives");
+    unsafe_free_kill(starter);
+    let _ = shell.wait();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !stopped(script) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(stopped(script), "the script process outlived its starter");
+}
+
+/// SIGKILL through `kill(1)`, so the test needs no unsafe code.
+fn unsafe_free_kill(pid: u32) {
+    std::process::Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap();
+}

@@ -88,3 +88,17 @@ async fn the_script_clock_stops_while_the_owner_decides() {
     let turn = run_with(&env, "r = await tools.bash(command='echo late')\nr['stdout']", around).await;
     assert_eq!(ok(&turn), "late\n");
 }
+
+/// Red-team report (#26, isolation round): a script that caught each denial asked the user fifty times; a
+/// direct response stops asking after the first no.
+#[tokio::test]
+async fn after_a_denial_a_script_asks_no_more() {
+    let env = Env::new("");
+    let user = User::new(ApprovalDecision::Denied, Duration::ZERO);
+    let code = "refused = 0\nfor i in range(5):\n    try:\n        await tools.bash(command='echo ' + str(i))\n    \
+                except PermissionError:\n        refused += 1\nrefused";
+    let turn = run_with(&env, code, around(&user)).await;
+    assert_eq!(ok(&turn), 5);
+    assert_eq!(user.asked().len(), 1, "{:?}", user.asked());
+    assert!(turn.nested_started().is_empty());
+}

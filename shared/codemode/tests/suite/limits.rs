@@ -128,3 +128,23 @@ async fn a_loop_of_refused_calls_lists_twenty_and_counts_the_rest() {
     assert_eq!(turn.result["tool_errors"].as_array().unwrap().len(), 20, "{}", turn.result);
     assert_eq!(turn.result["tool_errors_omitted"], 479, "{}", turn.result);
 }
+
+/// Red-team report (#26, isolation round): one script started fifty calls at once (fifty sandboxes). At most
+/// eight run together; the others start as those end, and every one runs.
+#[tokio::test]
+async fn at_most_eight_nested_calls_run_at_once() {
+    let env = Env::new("");
+    let code = "import asyncio\nr = await asyncio.gather(*[tools.wait(milliseconds=150) for _ in range(12)])\nlen(r)";
+    let turn = run(&env, code).await;
+    assert_eq!(ok(&turn), 12);
+    let (mut running, mut most) = (0usize, 0usize);
+    for event in &turn.events {
+        match event {
+            minibot_agent::AgentEvent::ToolStarted { parent_call_id: Some(_), .. } => running += 1,
+            minibot_agent::AgentEvent::ToolFinished { parent_call_id: Some(_), .. } => running -= 1,
+            _ => {}
+        }
+        most = most.max(running);
+    }
+    assert_eq!(most, 8, "{:?}", turn.events);
+}
