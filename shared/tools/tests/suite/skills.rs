@@ -7,7 +7,6 @@ use super::guarded::{User, turn_of};
 use minibot_agent::{ApprovalDecision, ToolContext, ToolError};
 use serde_json::{Value, json};
 use std::path::Path;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Skills written into `<managed root>/skills` (the write folder) plus an extra `paths` folder beside the config.
 const SKILLS: &str = "[tools.skills]\nwrite_path = \"files/skills\"\npaths = [\"team-skills\"]\n";
@@ -129,27 +128,8 @@ async fn install_skill_is_main_agent_only_and_only_when_switched_on() {
 
 /// Serves `body` at every path on 127.0.0.1, one request per connection.
 async fn serve(body: String) -> std::net::SocketAddr {
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let body = body.clone();
-            tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut buf = [0u8; 1024];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match stream.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => head.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let response =
-                    format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
-                let _ = stream.write_all(response.as_bytes()).await;
-            });
-        }
-    });
-    addr
+    let response = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+    minibot_test_support::counting_server("127.0.0.1", response).await.0
 }
 
 #[tokio::test]
